@@ -1,0 +1,48 @@
+"""The single-module benchmark (tasks.md §2): one unit, 2 inputs (or 10/100 with redundancy).
+
+    python -m nalu_jax.main --config=configs/single_module.py:op=mul,model=nmu,range=7 --workdir=runs/sm
+
+Variants (comma-separated in the config string):
+  op=OP        add, sub, mul, div
+  model=UNIT   a unit of ``nalu_jax.units.UNITS`` (nac_mul, nalu, nmu, npu, real_npu, inalu, …)
+  range=K      the range pair 1–9 of tasks.md §2 (7: U[1,2) → U[2,6))
+  size=N       input size 2, 10 or 100 (redundant inputs)
+  seeds=N      number of seeds (default 25)
+  steps=N      iteration budget (default 50,000)
+  smoke        a tiny run (4 seeds, 2,000 steps) for tests and CI
+
+NAU/NMU use the regulariser ramp 20,000 → 35,000 (λ̂ 0.01 for NAU, 10 for NMU); NPU/RealNPU
+train with lr 5e-3 (set automatically when ``train.lr`` is None).
+"""
+
+from nalu_jax.config_utils import base_config, parse_config_arg
+
+_REG = {"nau": 0.01, "nmu": 10.0, "snmu": 10.0, "nac_mul_nmu": 10.0, "nru": 0.01, "nmru": 10.0}
+
+
+def get_config(arg=None):
+    v = parse_config_arg(
+        arg,
+        {"op": "mul", "model": "nmu", "range": 7, "size": 2, "seeds": 25, "steps": 50_000},
+    )
+    c = base_config()
+    c.task.kind = "single_module"
+    c.task.op = v["op"]
+    c.task.input_size = v["size"]
+    c.task.range_index = v["range"]
+    c.task.interpolation_range = None
+    c.task.extrapolation_range = None
+    c.model.name = v["model"]
+    c.model.single_unit = True
+    c.num_seeds = v["seeds"]
+    c.num_steps = v["steps"]
+    c.train.reg_scale = _REG.get(v["model"], 0.0)
+    c.train.reg_start = 20_000.0
+    c.train.reg_end = 35_000.0
+    if v["smoke"]:
+        c.num_seeds = 4
+        c.num_steps = 2_000
+        c.checkpoint_every = 1_000
+        c.eval_size = 1_000
+        c.task.threshold_samples = 100_000
+    return c

@@ -1,0 +1,50 @@
+"""Orbax checkpoints of the whole population (all seeds' states and the evaluation history).
+
+The pytree is saved as a flat ``{"leaf_i": array}`` dict so that restoring needs only the
+structure of a freshly initialised state (``nnx.State`` and optax states round-trip exactly).
+Orbax writes to a temporary folder and renames it, so a checkpoint is either whole or absent.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+
+class Checkpointer:
+    """Keeps the latest ``max_to_keep`` checkpoints of ``tree`` under ``directory``."""
+
+    def __init__(self, directory: str, max_to_keep: int = 2):
+        self.directory = os.path.abspath(directory)
+        self._manager = ocp.CheckpointManager(
+            self.directory,
+            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+        )
+
+    def latest_step(self) -> int | None:
+        return self._manager.latest_step()
+
+    def save(self, step: int, tree) -> None:
+        leaves = jax.tree.leaves(tree)
+        # Orbax refuses zero-size arrays; those are restored from the template instead.
+        flat = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(leaves) if np.size(x)}
+        self._manager.save(step, args=ocp.args.StandardSave(flat), force=True)
+        self._manager.wait_until_finished()
+
+    def restore(self, step: int, like):
+        """The checkpoint at ``step`` in the structure (and dtypes) of ``like``."""
+        leaves, treedef = jax.tree.flatten(like)
+        target = {
+            f"leaf_{i:05d}": jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype)
+            for i, x in enumerate(leaves)
+            if np.size(x)
+        }
+        flat = self._manager.restore(step, args=ocp.args.StandardRestore(target))
+        restored = [flat.get(f"leaf_{i:05d}", x) for i, x in enumerate(leaves)]
+        return jax.tree.unflatten(treedef, restored)
+
+    def close(self) -> None:
+        self._manager.close()

@@ -1,0 +1,70 @@
+"""Command-line entry point: parse flags, then ``train_and_evaluate(config, workdir)``.
+
+    python -m nalu_jax.main --config=configs/arithmetic.py:model=nmu,op=mul --workdir=runs/x
+    nalu-jax --config=configs/single_module.py:op=mul,model=nmu --config.num_seeds=100 ...
+
+A mistake in the config or flags prints one sentence and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+from nalu_jax.config_utils import ConfigError
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. configs/x.py:args.")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints and results.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a workdir holding another config.")
+_PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+
+
+def fail(message: str) -> None:
+    print(f"nalu_jax: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv) -> None:
+    if len(argv) > 1:
+        fail(f"unexpected positional arguments {argv[1:]}; settings go in --config.* flags.")
+    if _CONFIG.value is None:
+        fail("--config is required, e.g. --config=configs/arithmetic.py:model=nmu,op=mul.")
+    if not _WORKDIR.value:
+        fail("--workdir is required: the directory for checkpoints and results.")
+    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+    from nalu_jax.engine import train_and_evaluate
+    from nalu_jax.reporting import summary_markdown
+
+    try:
+        summary = train_and_evaluate(
+            _CONFIG.value, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
+        )
+    except ConfigError as e:
+        fail(str(e))
+    print(summary_markdown(summary))
+    print(f"results in {os.path.abspath(_WORKDIR.value)}")
+
+
+def run() -> None:
+    """Console-script entry (``nalu-jax``); config-file errors also exit with status 2."""
+    try:
+        app.run(main, flags_parser=_parse_flags)
+    except ConfigError as e:  # pragma: no cover - raised inside flag parsing
+        fail(str(e))
+
+
+def _parse_flags(argv):
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        cause = e.__cause__ or e.__context__
+        fail(str(cause) if isinstance(cause, ConfigError) else str(e))
+    except ConfigError as e:
+        fail(str(e))
+
+
+if __name__ == "__main__":
+    run()

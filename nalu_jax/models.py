@@ -1,0 +1,158 @@
+"""Arithmetic networks built from registered units, and the model table of ``units.md``.
+
+* ``ArithmeticNetwork``: a stack of units (two layers ``in → hidden → 1`` for the arithmetic
+  task, one unit ``in → 1`` for the single-module benchmark).
+* ``MODELS``: model name → (layer₁ unit, layer₂ unit, default λ̂, λ_start, λ_end).
+* ``build_model(...)`` / ``model_factory(...)``: the network for a model name.
+* ``init_params(factory, key)`` / ``split_model(factory)``: the pure view the training core
+  uses — one static ``graphdef`` and a parameter pytree per seed (``jax.vmap`` over keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nalu_jax.units import ACTIVATIONS, UNITS, ArithmeticUnit, make_unit
+
+_REG_KEYS = ("sparse", "z", "gate", "l1", "inalu")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """Layer units and the default sparsity-regulariser schedule (λ̂ = 0: none)."""
+
+    layer1: str
+    layer2: str
+    reg_scale: float = 0.0
+    reg_start: float = 0.0
+    reg_end: float = 1.0
+
+
+_NMU_REG = dict(reg_scale=10.0, reg_start=1e6, reg_end=2e6)
+
+MODELS: dict[str, ModelSpec] = {
+    "nmu": ModelSpec("nau", "nmu", **_NMU_REG),
+    "nau": ModelSpec("nau", "nau", reg_scale=0.01, reg_start=5e3, reg_end=5e4),
+    "nac_mul": ModelSpec("nac_add", "nac_mul"),
+    "nac_mul_sigma": ModelSpec("nac_add", "nac_mul_sigma"),
+    "nac_mul_nmu": ModelSpec("nau", "nac_mul_nmu", **_NMU_REG),
+    "gated_nau_nmu": ModelSpec("nau", "gated_nau_nmu", **_NMU_REG),
+    "nac_add": ModelSpec("nac_add", "nac_add"),
+    "nalu": ModelSpec("nalu", "nalu"),
+    "linear": ModelSpec("linear", "linear"),
+    **{name: ModelSpec(name, "linear") for name in ACTIVATIONS},
+    # Units proposed as a second layer over an NAU; `first_layer="same"` stacks the unit twice.
+    # λ̂ then regularises the NAU (and the unit, where it has an R_sparse) as in the nmu row.
+    **{
+        name: ModelSpec("nau", name, **_NMU_REG)
+        for name in ("inalu", "g_nalu", "npu", "real_npu", "nru", "nmru", "snmu")
+    },
+}
+
+
+class ArithmeticNetwork(nnx.Module):
+    """Units applied in sequence; ``x`` ``[batch, in]`` → ``[batch, out]``."""
+
+    def __init__(self, layers: list[ArithmeticUnit]):
+        self.layers = nnx.List(layers) if hasattr(nnx, "List") else list(layers)
+
+    def __call__(self, x, *, training: bool = False, key=None):
+        return self.apply_with_regularizers(x, training=training, key=key)[0]
+
+    def apply_with_regularizers(self, x, *, training: bool = False, key=None):
+        """Output and the regularisers summed over layers (each on its own input batch).
+
+        Returns ``(y [batch, out], {name: scalar})`` with every name of the loss present.
+        """
+        regs = {k: jnp.zeros((), jnp.float32) for k in _REG_KEYS}
+        keys = (
+            jax.random.split(key, len(self.layers))
+            if key is not None
+            else [None] * len(self.layers)
+        )
+        for layer, k in zip(self.layers, keys, strict=True):
+            for name, value in layer.regularizers(x).items():
+                regs[name] = regs[name] + value
+            x = layer(x, training=training, key=k)
+        return x, regs
+
+    def project(self) -> None:
+        for layer in self.layers:
+            layer.project()
+
+    def sparsity_error(self):
+        """Max over the arithmetic layers; NaN when there are none (pure baselines)."""
+        errs = [layer.sparsity_error() for layer in self.layers if layer.is_arithmetic]
+        if not errs:
+            return jnp.array(jnp.nan, jnp.float32)
+        return jnp.max(jnp.stack(errs))
+
+
+def resolve_layers(name: str, *, single_unit: bool = False, first_layer: str | None = None):
+    """Unit names of the network's layers for a model name (see ``MODELS``)."""
+    if single_unit:
+        if name not in UNITS:
+            raise ValueError(f"model.name must be one of the units {sorted(UNITS)}, got {name!r}.")
+        return (name,)
+    if name not in MODELS:
+        raise ValueError(f"model.name must be one of {sorted(MODELS)}, got {name!r}.")
+    spec = MODELS[name]
+    if first_layer in (None, "", "default"):
+        return (spec.layer1, spec.layer2)
+    if first_layer == "same":
+        return (spec.layer2, spec.layer2)
+    if first_layer not in UNITS:
+        raise ValueError(
+            f"model.first_layer must be 'default', 'same' or a unit of {sorted(UNITS)}, "
+            f"got {first_layer!r}."
+        )
+    return (first_layer, spec.layer2)
+
+
+def build_model(
+    name: str,
+    in_features: int,
+    *,
+    rngs: nnx.Rngs,
+    hidden_size: int = 2,
+    out_features: int = 1,
+    single_unit: bool = False,
+    first_layer: str | None = None,
+    layer_options: tuple[dict, ...] | None = None,
+) -> ArithmeticNetwork:
+    """The network for model ``name``: two layers ``in → hidden → out`` or one unit ``in → out``.
+
+    ``layer_options`` gives each layer's unit options (e.g. ``({}, {"init": "variance"})``).
+    """
+    units = resolve_layers(name, single_unit=single_unit, first_layer=first_layer)
+    if isinstance(hidden_size, bool) or not isinstance(hidden_size, int) or hidden_size < 1:
+        raise ValueError(f"model.hidden_size must be a positive integer, got {hidden_size!r}.")
+    sizes = (in_features, out_features) if single_unit else (in_features, hidden_size, out_features)
+    options = tuple(layer_options or ({},) * len(units))
+    if len(options) != len(units):
+        raise ValueError(f"layer_options must have {len(units)} entries, got {len(options)}.")
+    layers = [
+        make_unit(u, sizes[i], sizes[i + 1], rngs=rngs, **dict(options[i]))
+        for i, u in enumerate(units)
+    ]
+    return ArithmeticNetwork(layers)
+
+
+def model_factory(name: str, in_features: int, **kwargs):
+    """``rngs -> ArithmeticNetwork`` with everything but the randomness fixed."""
+    build_model(name, in_features, rngs=nnx.Rngs(0), **kwargs)  # fail early on bad arguments
+    return lambda rngs: build_model(name, in_features, rngs=rngs, **kwargs)
+
+
+def split_model(factory):
+    """The static ``graphdef`` and one example parameter state of ``factory``."""
+    return nnx.split(factory(nnx.Rngs(0)))
+
+
+def init_params(factory, key):
+    """Parameters of one fresh model drawn from ``key`` (pure: ``jax.vmap`` it over keys)."""
+    return nnx.split(factory(nnx.Rngs(params=key)))[1]

@@ -1,0 +1,184 @@
+"""Everything a run writes to its workdir, each file written atomically (temp file + rename).
+
+``config.json``, ``metrics.jsonl`` (one line per evaluation), ``seeds.csv`` (one row per seed),
+``summary.json`` / ``summary.md`` and ``curves.png``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+
+from nalu_jax import metrics as metrics_lib
+
+SEED_COLUMNS = (
+    "seed",
+    "solved",
+    "best_step",
+    "interpolation_mse",
+    "extrapolation_mse",
+    "solved_at",
+    "sparsity_error",
+    "diverged",
+    "diverged_at",
+)
+
+
+def atomic_write(path: str, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN/inf; null means "undefined" (e.g. solved_at of no seed)
+    return value
+
+
+def dumps(value) -> str:
+    return json.dumps(_jsonable(value), sort_keys=True)
+
+
+def running_solved(valid: np.ndarray, test: np.ndarray, threshold: float) -> np.ndarray:
+    """Seeds solved if the run ended at each evaluation: ``[E, S]`` → ``[E]`` counts."""
+    v = np.where(np.isnan(valid), np.inf, valid)
+    best_v = np.full(v.shape[1], np.inf)
+    best_t = np.full(v.shape[1], np.nan)
+    out = np.zeros(v.shape[0], np.int64)
+    for e in range(v.shape[0]):
+        better = v[e] < best_v  # strict: ties keep the earliest step
+        best_v = np.where(better, v[e], best_v)
+        best_t = np.where(better, test[e], best_t)
+        out[e] = int(np.sum(best_t < threshold))
+    return out
+
+
+def metrics_lines(history: dict, num_evals: int, threshold: float, diverged_at) -> str:
+    """One JSON line per evaluation: quantiles over seeds, seeds solved and diverged so far."""
+    steps = history["step"][:num_evals]
+    valid, test = history["valid_mse"][:num_evals], history["test_mse"][:num_evals]
+    solved = running_solved(valid, test, threshold)
+    diverged_at = np.asarray(diverged_at)
+    lines = []
+    for e in range(num_evals):
+        loss = history["train_loss"][e]
+        lines.append(
+            dumps(
+                {
+                    "step": int(steps[e]),
+                    "train_loss": None if np.all(np.isnan(loss)) else metrics_lib.quantiles(loss),
+                    "interpolation_mse": metrics_lib.quantiles(valid[e]),
+                    "extrapolation_mse": metrics_lib.quantiles(test[e]),
+                    "sparsity_error": metrics_lib.quantiles(history["sparsity"][e]),
+                    "seeds_solved": int(solved[e]),
+                    "seeds_diverged": int(np.sum((diverged_at >= 0) & (diverged_at < steps[e]))),
+                }
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def seeds_csv(seeds, judgement: dict, diverged_at) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(SEED_COLUMNS)
+    for i, seed in enumerate(seeds):
+        row = [int(seed), int(bool(judgement["solved"][i])), int(judgement["best_step"][i])]
+        for name in ("interpolation_mse", "extrapolation_mse", "solved_at", "sparsity_error"):
+            v = float(judgement[name][i])
+            row.append("" if math.isnan(v) else (int(v) if name == "solved_at" else repr(v)))
+        row += [int(bool(judgement["diverged"][i])), int(diverged_at[i])]
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def _fmt(v, pct=False):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{100 * v:.1f}%" if pct else f"{v:.4g}"
+
+
+def summary_markdown(summary: dict) -> str:
+    """The printed and saved summary table (a Markdown table, one row per quantity)."""
+    s = summary
+    lo, hi = s["success_interval"]
+    rows = [
+        ("model", s["model"]),
+        ("task", f"{s['task']} / {s['op']}"),
+        ("ranges", f"{s['interpolation_range']} -> {s['extrapolation_range']}"),
+        ("seeds", f"{s['num_seeds']} (first {s['first_seed']}, root {s['root_seed']})"),
+        ("steps", s["num_steps"]),
+        ("threshold", _fmt(s["threshold"])),
+        ("success rate", f"{_fmt(s['success_rate'], True)} [{_fmt(lo, True)}, {_fmt(hi, True)}]"),
+        ("solved", f"{s['solved']} / {s['num_seeds']}"),
+        (
+            "solved at (median; mean [95% CI])",
+            f"{_fmt(s['solved_at_median'])}; {_fmt(s['solved_at_mean'])} "
+            f"[{_fmt(s['solved_at_interval'][0])}, {_fmt(s['solved_at_interval'][1])}]",
+        ),
+        (
+            "sparsity error (mean [95% CI])",
+            f"{_fmt(s['sparsity_error_mean'])} [{_fmt(s['sparsity_error_interval'][0])}, "
+            f"{_fmt(s['sparsity_error_interval'][1])}]",
+        ),
+        ("diverged", s["diverged"]),
+        ("wall time", f"{s['wall_time_s']:.1f} s (compile {s['compile_time_s']:.1f} s)"),
+        ("seed-steps / s", f"{s['seed_steps_per_s']:,.0f}"),
+    ]
+    lines = ["| quantity | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+    note = (
+        "\nSuccess: Wilson score 95% interval. solved_at and sparsity error: mean with a "
+        "Student-t 95% interval over solved seeds.\n"
+    )
+    return "\n".join(lines) + "\n" + note
+
+
+def curves_png(history: dict, num_evals: int, threshold: float) -> bytes:
+    """Fraction of seeds solved over steps, and median / quartile MSE curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = history["step"][:num_evals]
+    valid, test = history["valid_mse"][:num_evals], history["test_mse"][:num_evals]
+    num_seeds = valid.shape[1]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    axes[0].plot(steps, running_solved(valid, test, threshold) / num_seeds)
+    axes[0].set(xlabel="step", ylabel="fraction of seeds solved", ylim=(-0.02, 1.02))
+    for name, data in (("interpolation", valid), ("extrapolation", test)):
+        with np.errstate(all="ignore"):
+            q = np.nanquantile(np.where(np.isfinite(data), data, np.nan), [0.25, 0.5, 0.75], 1)
+        (line,) = axes[1].plot(steps, q[1], label=f"{name} MSE (median)")
+        axes[1].fill_between(steps, q[0], q[2], color=line.get_color(), alpha=0.2)
+    axes[1].axhline(threshold, color="k", ls="--", lw=0.8, label="success threshold")
+    axes[1].set(xlabel="step", ylabel="MSE", yscale="log")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,251 @@
+"""The static arithmetic task ("static arithmetic datasets", ``shared/spec/tasks.md`` §1).
+
+An input ``x`` has ``n`` i.i.d. entries. ``K`` subsets of ``S = ⌊s·n⌋`` consecutive entries,
+each overlapping the previous one by ``O = ⌊o·S⌋``, are shifted by one per-seed offset
+``~ U{0, …, n − span}``; the target is a function of the subset sums (``a``, ``b``, …):
+
+    add = Σ_k sum_k   sub = a − b   mul = ∏_k sum_k   div = a / b   squared = a²   root = √a
+
+The configuration (:class:`ArithmeticTask`) is static and hashable, so it can be a static
+argument of ``jax.jit``; the offset and the random keys are traced, so everything below can be
+``jit``-ed and ``vmap``-ed over seeds.
+
+>>> task = ArithmeticTask("mul")
+>>> offset = sample_offset(task, jax.random.key(0))
+>>> x, t = sample_batch(task, jax.random.key(1), 128, offset, task.interpolation_range)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+OPS = ("add", "sub", "mul", "div", "squared", "root")
+
+# Number of leading subsets each operation reads (None: all K).
+_SUBSETS_USED = {"add": None, "sub": 2, "mul": None, "div": 2, "squared": 1, "root": 1}
+# Slack for ⌊s·n⌋ so that e.g. s = 0.29, n = 100 gives 29, not 28 (0.29·100 = 28.999…).
+_FLOOR_SLACK = 1e-9
+
+
+def _floor(value: float) -> int:
+    return int(math.floor(value + _FLOOR_SLACK))
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def normalize_range(value, name: str) -> tuple:
+    """Return ``(lo, hi)`` or ``((lo1, hi1), (lo2, hi2))`` as Python floats; ``ValueError`` else."""
+    allowed = "(lo, hi) with lo < hi, or ((lo1, hi1), (lo2, hi2)) of equal widths"
+    try:
+        pair = tuple(value)
+    except TypeError:
+        pair = ()
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}.")
+    if all(_is_real(v) for v in pair):
+        lo, hi = float(pair[0]), float(pair[1])
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError(f"{name} must have finite lo < hi, got {value!r}.")
+        return (lo, hi)
+    try:
+        intervals = tuple(tuple(p) for p in pair)
+    except TypeError:
+        intervals = ()
+    if len(intervals) != 2 or not all(len(p) == 2 and all(map(_is_real, p)) for p in intervals):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}.")
+    intervals = tuple(normalize_range(p, name) for p in intervals)
+    (lo1, hi1), (lo2, hi2) = intervals
+    if not math.isclose(hi1 - lo1, hi2 - lo2, rel_tol=1e-9, abs_tol=1e-12):
+        raise ValueError(f"{name} must be two intervals of equal width, got {value!r}.")
+    return intervals
+
+
+def range_bounds(rng) -> tuple[float, float]:
+    """The smallest and largest value a (normalised) range can produce."""
+    if isinstance(rng[0], tuple):
+        return min(rng[0][0], rng[1][0]), max(rng[0][1], rng[1][1])
+    return rng
+
+
+@dataclasses.dataclass(frozen=True)
+class ArithmeticTask:
+    """Static configuration of the arithmetic task (hashable: usable as a jit static argument).
+
+    ``simple=True`` is the ``simple`` variant: ``input_size`` becomes 4 and ``num_subsets`` 2,
+    with subsets [0, 4) and [0, 2) and no offset; the ratios are then ignored. Ranges are
+    normalised to tuples of floats. Invalid values raise ``ValueError`` naming the field.
+    """
+
+    op: str
+    input_size: int = 100
+    subset_ratio: float = 0.25
+    overlap_ratio: float = 0.5
+    num_subsets: int = 2
+    simple: bool = False
+    interpolation_range: tuple = (1.0, 2.0)
+    extrapolation_range: tuple = (2.0, 6.0)
+
+    def __post_init__(self):
+        if self.simple is True:
+            object.__setattr__(self, "input_size", 4)
+            object.__setattr__(self, "num_subsets", 2)
+        for name in ("interpolation_range", "extrapolation_range"):
+            object.__setattr__(self, name, normalize_range(getattr(self, name), name))
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` (one sentence naming the field) on an invalid configuration."""
+        if self.op not in OPS:
+            raise ValueError(f"op must be one of {list(OPS)}, got {self.op!r}.")
+        if not isinstance(self.simple, bool):
+            raise ValueError(f"simple must be True or False, got {self.simple!r}.")
+        for name in ("input_size", "num_subsets"):
+            value = getattr(self, name)
+            try:
+                ok = not isinstance(value, bool) and operator.index(value) >= 1
+            except TypeError:
+                ok = False
+            if not ok:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+        if not _is_real(self.subset_ratio) or not 0 < self.subset_ratio <= 1:
+            raise ValueError(f"subset_ratio must be in (0, 1], got {self.subset_ratio!r}.")
+        if not _is_real(self.overlap_ratio) or not 0 <= self.overlap_ratio <= 1:
+            raise ValueError(f"overlap_ratio must be in [0, 1], got {self.overlap_ratio!r}.")
+        needed = _SUBSETS_USED[self.op] or 1
+        if self.num_subsets < needed:
+            raise ValueError(
+                f"num_subsets must be >= {needed} for op {self.op!r}, got {self.num_subsets}."
+            )
+        for name in ("interpolation_range", "extrapolation_range"):
+            normalize_range(getattr(self, name), name)
+            if self.op == "root" and range_bounds(getattr(self, name))[0] < 0:
+                raise ValueError(
+                    f"{name} must not reach below 0 for op 'root' (square root of a negative "
+                    f"sum), got {getattr(self, name)!r}."
+                )
+        if self.simple:
+            return
+        if self.subset_size < 1:
+            raise ValueError(
+                f"subset_ratio must give at least one element per subset "
+                f"(⌊subset_ratio·input_size⌋ >= 1), got {self.subset_ratio!r} "
+                f"with input_size {self.input_size}."
+            )
+        if self.span > self.input_size:
+            raise ValueError(
+                f"subset_ratio is too large for input_size {self.input_size}: "
+                f"{self.num_subsets} subsets (num_subsets) of {self.subset_size} inputs "
+                f"overlapping by {self.overlap} span {self.span}; lower subset_ratio or "
+                f"num_subsets, or raise overlap_ratio."
+            )
+
+    @property
+    def subset_size(self) -> int:
+        """``S = ⌊s·n⌋`` (for ``simple``: 4, the size of the first subset)."""
+        return 4 if self.simple else _floor(self.subset_ratio * self.input_size)
+
+    @property
+    def overlap(self) -> int:
+        """``O = ⌊o·S⌋`` entries shared by consecutive subsets (for ``simple``: 2)."""
+        return 2 if self.simple else _floor(self.overlap_ratio * self.subset_size)
+
+    @property
+    def subset_sizes(self) -> tuple[int, ...]:
+        """Size of each of the ``K`` subsets."""
+        return (4, 2) if self.simple else (self.subset_size,) * self.num_subsets
+
+    @property
+    def subset_starts(self) -> tuple[int, ...]:
+        """Start of each subset at offset 0: ``start_0 = 0``, ``start_k = end_{k−1} − O``."""
+        if self.simple:
+            return (0, 0)
+        step = self.subset_size - self.overlap
+        return tuple(k * step for k in range(self.num_subsets))
+
+    @property
+    def span(self) -> int:
+        """End of the last subset at offset 0."""
+        return max(s + n for s, n in zip(self.subset_starts, self.subset_sizes, strict=True))
+
+    @property
+    def max_offset(self) -> int:
+        """Largest offset: ``n − span`` (0 for ``simple``)."""
+        return 0 if self.simple else self.input_size - self.span
+
+    @property
+    def subsets_used(self) -> int:
+        """How many leading subsets the op reads (all ``K`` for add and mul)."""
+        return _SUBSETS_USED[self.op] or self.num_subsets
+
+
+def sample_offset(task: ArithmeticTask, key) -> jax.Array:
+    """Per-seed offset ``~ U{0, …, max_offset}``: int32 scalar ``[]``."""
+    return jax.random.randint(key, (), 0, task.max_offset + 1, dtype=jnp.int32)
+
+
+def subset_masks(task: ArithmeticTask, offset) -> jax.Array:
+    """0/1 membership of each input in each subset: ``[K, n]`` float32 (``offset`` may be traced)."""
+    offset = 0 if task.simple else offset
+    starts = jnp.asarray(task.subset_starts, jnp.int32)[:, None] + offset
+    ends = starts + jnp.asarray(task.subset_sizes, jnp.int32)[:, None]
+    idx = jnp.arange(task.input_size, dtype=jnp.int32)[None, :]
+    return ((idx >= starts) & (idx < ends)).astype(jnp.float32)
+
+
+def sample_inputs(key, shape, rng) -> jax.Array:
+    """i.i.d. inputs ``[*shape]`` float32 from ``rng``: ``(lo, hi)`` or two equal-width intervals.
+
+    For two intervals one uniform draw on [0, 2) picks the interval (``u < 1`` or not, each
+    with probability ½) and the position in it, so sampling costs one ``uniform`` either way.
+    The bounds may be traced arrays of the same nesting.
+    """
+    shape = tuple(shape)
+    if not isinstance(rng[0], (tuple, list)) and np.ndim(rng[0]) == 0:
+        lo, hi = (jnp.asarray(v, jnp.float32) for v in rng)
+        return jax.random.uniform(key, shape, jnp.float32, lo, hi)
+    (lo1, hi1), (lo2, _) = ((jnp.asarray(v, jnp.float32) for v in r) for r in rng)
+    width = hi1 - lo1
+    u = jax.random.uniform(key, shape, jnp.float32, 0.0, 2.0)
+    return jnp.where(u < 1.0, lo1 + width * u, lo2 + width * (u - 1.0))
+
+
+def target_from_sums(op: str, sums) -> jax.Array:
+    """Target from the subset sums: ``sums [..., K]`` -> ``[...]`` (``op`` static)."""
+    if op == "add":
+        return jnp.sum(sums, axis=-1)
+    if op == "sub":
+        return sums[..., 0] - sums[..., 1]
+    if op == "mul":
+        return jnp.prod(sums, axis=-1)
+    if op == "div":
+        return sums[..., 0] / sums[..., 1]
+    if op == "squared":
+        return jnp.square(sums[..., 0])
+    if op == "root":
+        return jnp.sqrt(sums[..., 0])
+    raise ValueError(f"op must be one of {list(OPS)}, got {op!r}.")
+
+
+def subset_sums(x, masks) -> jax.Array:
+    """``x [..., n]``, ``masks [K, n]`` -> ``[..., K]`` in full float32 (no TF32/bf16 passes)."""
+    return jnp.einsum("...n,kn->...k", x, masks, precision=jax.lax.Precision.HIGHEST)
+
+
+def target(task: ArithmeticTask, x, masks) -> jax.Array:
+    """Targets ``[...]`` for inputs ``x [..., n]`` and ``masks [K, n]``."""
+    return target_from_sums(task.op, subset_sums(x, masks))
+
+
+def sample_batch(task: ArithmeticTask, key, batch_size: int, offset, rng):
+    """A fresh batch: ``(x [B, n] float32, t [B] float32)`` for the seed's ``offset``."""
+    x = sample_inputs(key, (batch_size, task.input_size), rng)
+    return x, target(task, x, subset_masks(task, offset))

@@ -1,0 +1,132 @@
+"""The contract every unit follows, and the initialisers the units share.
+
+A unit is an ``nnx.Module`` built as ``Unit(in_features, out_features, *, rngs, **options)``.
+Weights are stored ``[in, out]`` and applied as ``x @ W`` (see ``shared/spec/units.md``).
+Besides ``__call__`` each unit offers, as methods that only read its parameters (so that the
+training core can call them on ``nnx.merge(graphdef, params)`` inside ``jit``/``vmap``):
+
+* ``regularizers(x)`` -> ``dict[str, scalar]`` keyed by the names the loss knows:
+  ``"sparse"`` (scaled by λ̂·s(t)), ``"z"`` (λ_z), ``"gate"`` (weight 1), ``"l1"`` (β(t)),
+  ``"inalu"`` (0.05 once iNALU's condition holds). ``x`` is the unit's input batch.
+* ``project()`` clamps parameters in place (applied after every optimiser update).
+* ``sparsity_weights()`` -> the effective weight matrices whose sparsity error is judged;
+  empty for units that are not arithmetic (baselines).
+
+RNG never lives in a module after construction: a unit that needs noise in training
+(sNMU) takes ``key`` in ``__call__``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+EPS = 1e-7
+F32_EPS = float(jnp.finfo(jnp.float32).eps)  # ≈ 1.19e-7, the NPU/NMRU ε
+
+
+def check_features(in_features, out_features) -> None:
+    """Raise ``ValueError`` naming the argument when a size is not a positive integer."""
+    for name, value in (("in_features", in_features), ("out_features", out_features)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def check_choice(name: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}.")
+
+
+class ArithmeticUnit(nnx.Module):
+    """Base class: stores the sizes and supplies the default (empty) extras."""
+
+    #: counts toward the model's sparsity error and arithmetic-layer checks
+    is_arithmetic: ClassVar[bool] = True
+    #: a recurrent cell of this unit starts from state 1 instead of 0
+    multiplicative: ClassVar[bool] = False
+
+    def __init__(self, in_features: int, out_features: int):
+        check_features(in_features, out_features)
+        self.in_features = in_features
+        self.out_features = out_features
+
+    def __call__(self, x, *, training: bool = False, key=None):  # pragma: no cover
+        raise NotImplementedError
+
+    def regularizers(self, x) -> dict:
+        del x
+        return {}
+
+    def project(self) -> None:
+        return None
+
+    def sparsity_weights(self) -> tuple:
+        return ()
+
+    def sparsity_error(self):
+        """max_ij min(|W_ij|, |1 - |W_ij||) over ``sparsity_weights()``; NaN if there are none."""
+        ws = self.sparsity_weights()
+        if not ws:
+            return jnp.array(jnp.nan, jnp.float32)
+        return jnp.max(jnp.stack([sparsity_error(w) for w in ws]))
+
+
+def sparsity_error(w):
+    """The spec's sparsity error of one matrix: max_ij min(|W_ij|, |1 − |W_ij||)."""
+    a = jnp.abs(w)
+    return jnp.max(jnp.minimum(a, jnp.abs(1.0 - a)))
+
+
+def clamp_param(p: nnx.Param, lo: float, hi: float) -> None:
+    p[...] = jnp.clip(p[...], lo, hi)
+
+
+# ---------------------------------------------------------------- initialisers
+
+
+def glorot_uniform(key, shape, gain: float = 1.0, dtype=jnp.float32):
+    fan_in, fan_out = shape[0], shape[-1]
+    r = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return jax.random.uniform(key, shape, dtype, -r, r)
+
+
+def glorot_normal(key, shape, dtype=jnp.float32):
+    std = math.sqrt(2.0 / (shape[0] + shape[-1]))
+    return std * jax.random.normal(key, shape, dtype)
+
+
+def kaiming_uniform(key, shape, gain: float = math.sqrt(2.0), dtype=jnp.float32):
+    r = gain * math.sqrt(3.0 / shape[0])
+    return jax.random.uniform(key, shape, dtype, -r, r)
+
+
+def uniform(key, shape, lo: float, hi: float, dtype=jnp.float32):
+    return jax.random.uniform(key, shape, dtype, lo, hi)
+
+
+def nau_radius(in_features: int, out_features: int) -> float:
+    """NAU/NRU/NPU-option init bound: min(0.5, √3·√(2/(in+out)))."""
+    return min(0.5, math.sqrt(3.0) * math.sqrt(2.0 / (in_features + out_features)))
+
+
+def _nac_var(r: float) -> float:
+    # Var[tanh(Ŵ)σ(M̂)] for Ŵ, M̂ ~ U[-r, r] (the NAC₊ init of the NAU paper).
+    return (1.0 / (2.0 * r)) * (1.0 - math.tanh(r) / r) * (r - math.tanh(r / 2.0))
+
+
+def nac_radius(in_features: int, out_features: int) -> float:
+    """The r with F·Var(r) = 2, F = max(fan_in + fan_out, 5), by bisection on [0, 10]."""
+    fans = max(in_features + out_features, 5)
+    target = 2.0 / fans
+    lo, hi = 1e-6, 10.0
+    for _ in range(100):  # Var is increasing in r on this interval
+        mid = 0.5 * (lo + hi)
+        if _nac_var(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)

@@ -1,0 +1,71 @@
+"""The improved NALU (Schlör, Ring & Hotho, "iNALU: Improved Neural Arithmetic Logic Unit",
+Frontiers in Artificial Intelligence, 2020).
+
+W_a = tanh(Ŵ_a) ⊙ σ(M̂_a);  W_m = tanh(Ŵ_m) ⊙ σ(M̂_m);  g = σ(ĝ), ĝ ∈ ℝ^out.
+a = xW_a;  m = exp(min(log(max(|x|, ε)) @ W_m, ω));
+s_j = ∏_i (|W_m,ij|·sign(x_i) + 1 − |W_m,ij|);
+y = g ⊙ a + (1 − g) ⊙ m ⊙ s,  ε = 1e-7, ω = 20.
+
+Init: Ŵ ~ N(0.88, 0.2²), M̂ ~ N(0.5, 0.2²), ĝ ~ N(0, 0.2²).
+Regulariser ``inalu``: Σ_{P ∈ {Ŵ_a, M̂_a, Ŵ_m, M̂_m, ĝ}} mean(max(20 − |P|, 0)); its weight
+(0.05), its start condition, gradient clipping and reinitialisation belong to training.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nalu_jax.units._base import EPS, ArithmeticUnit
+
+W_HAT_MEAN, M_HAT_MEAN, INIT_STD = 0.88, 0.5, 0.2
+REG_THRESHOLD = 20.0
+
+
+def _normal(key, shape, mean: float):
+    return mean + INIT_STD * jax.random.normal(key, shape, jnp.float32)
+
+
+class INALU(ArithmeticUnit):
+    """Improved NALU: params ``w_hat_a``, ``m_hat_a``, ``w_hat_m``, ``m_hat_m`` ``[in, out]`` and
+    the input-independent gate ``g`` ``[out]``. Option ``omega``: the log-space clamp (20).
+    """
+
+    def __init__(self, in_features: int, out_features: int, *, rngs: nnx.Rngs, omega: float = 20.0):
+        super().__init__(in_features, out_features)
+        self.omega = omega
+        shape = (in_features, out_features)
+        self.w_hat_a = nnx.Param(_normal(rngs.params(), shape, W_HAT_MEAN))
+        self.m_hat_a = nnx.Param(_normal(rngs.params(), shape, M_HAT_MEAN))
+        self.w_hat_m = nnx.Param(_normal(rngs.params(), shape, W_HAT_MEAN))
+        self.m_hat_m = nnx.Param(_normal(rngs.params(), shape, M_HAT_MEAN))
+        self.g = nnx.Param(_normal(rngs.params(), (out_features,), 0.0))
+
+    def add_weight(self):
+        """W_a = tanh(Ŵ_a) ⊙ σ(M̂_a), ``[in, out]``."""
+        return jnp.tanh(self.w_hat_a[...]) * jax.nn.sigmoid(self.m_hat_a[...])
+
+    def mul_weight(self):
+        """W_m = tanh(Ŵ_m) ⊙ σ(M̂_m), ``[in, out]``."""
+        return jnp.tanh(self.w_hat_m[...]) * jax.nn.sigmoid(self.m_hat_m[...])
+
+    def __call__(self, x, *, training: bool = False, key=None):
+        """``x`` ``[..., in]`` -> ``[..., out]``."""
+        w_a, w_m = self.add_weight(), self.mul_weight()
+        a = x @ w_a
+        log_m = jnp.log(jnp.maximum(jnp.abs(x), EPS)) @ w_m
+        m = jnp.exp(jnp.minimum(log_m, self.omega))
+        w_abs = jnp.abs(w_m)
+        s = jnp.prod(w_abs * jnp.sign(x)[..., :, None] + 1.0 - w_abs, axis=-2)
+        g = jax.nn.sigmoid(self.g[...])
+        return g * a + (1.0 - g) * m * s
+
+    def regularizers(self, x) -> dict:
+        del x
+        params = (self.w_hat_a, self.m_hat_a, self.w_hat_m, self.m_hat_m, self.g)
+        reg = sum(jnp.mean(jnp.maximum(REG_THRESHOLD - jnp.abs(p[...]), 0.0)) for p in params)
+        return {"inalu": reg}
+
+    def sparsity_weights(self) -> tuple:
+        return (self.add_weight(), self.mul_weight())

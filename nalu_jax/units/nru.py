@@ -1,0 +1,114 @@
+"""Units that divide: the neural reciprocal unit (NRU) and the neural multiplicative
+reciprocal unit (NMRU) (Mistry, Farrahi & Hare, "Learning Division with Neural Arithmetic
+Logic Modules", 2021).
+
+NRU:   y_j = ∏_i (sign(x_i)·|x_i|^{W_ij}·|W_ij| + 1 − |W_ij|),   W ∈ [−1, 1] by projection.
+       W_ij = 1 selects x_i, W_ij = −1 selects 1/x_i, W_ij = 0 ignores it.
+NMRU:  x' = [x, 1/(x + ε)],  y = NMU_W(|x'|) ⊙ cos(k' @ W),  k' = π·𝟙[x' < 0],
+       W ∈ [0, 1] by projection, ``[2·in, out]``; ε = float32 eps in training, 0 at evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+from flax import nnx
+
+from nalu_jax.units._base import (
+    F32_EPS,
+    ArithmeticUnit,
+    clamp_param,
+    nau_radius,
+    uniform,
+)
+from nalu_jax.units.nau_nmu import nmu_product
+
+
+def _signed_power(x, w):
+    """sign(x_i)·|x_i|^{W_ij}, ``[..., in, out]`` for ``x`` ``[..., in]``, ``w`` ``[in, out]``.
+
+    At x_i = 0 the sign is 0, so the term is 0 whatever W; a guarded log keeps the forward
+    free of 0·inf and the gradients (wrt x and W) finite there.
+    """
+    a = jnp.abs(x)[..., :, None]
+    nonzero = a > 0
+    log_a = jnp.log(jnp.where(nonzero, a, 1.0))
+    power = jnp.where(nonzero, jnp.exp(w * log_a), 0.0)
+    return jnp.sign(x)[..., :, None] * power
+
+
+class NRU(ArithmeticUnit):
+    """Neural reciprocal unit, param ``w`` ``[in, out]`` (U[±nau_radius], projected to [−1, 1]).
+
+    Option ``tanh_abs``: when ``training=True`` the gating |W| is replaced by tanh(1000·W)²
+    (the exponent stays W). Regulariser ``sparse`` = mean(min(|W|, 1 − |W|)).
+    """
+
+    multiplicative = True
+
+    def __init__(
+        self, in_features: int, out_features: int, *, rngs: nnx.Rngs, tanh_abs: bool = False
+    ):
+        super().__init__(in_features, out_features)
+        r = nau_radius(in_features, out_features)
+        self.w = nnx.Param(uniform(rngs.params(), (in_features, out_features), -r, r))
+        self.tanh_abs = tanh_abs
+
+    def weight(self):
+        return jnp.clip(self.w[...], -1.0, 1.0)
+
+    def __call__(self, x, *, training: bool = False, key=None):
+        """``x`` ``[..., in]`` -> ``[..., out]``."""
+        w = self.weight()
+        gate = jnp.tanh(1000.0 * w) ** 2 if (self.tanh_abs and training) else jnp.abs(w)
+        return jnp.prod(_signed_power(x, w) * gate + 1.0 - gate, axis=-2)
+
+    def regularizers(self, x) -> dict:
+        del x
+        a = jnp.abs(self.weight())
+        return {"sparse": jnp.mean(jnp.minimum(a, 1.0 - a))}
+
+    def project(self) -> None:
+        clamp_param(self.w, -1.0, 1.0)
+
+    def sparsity_weights(self) -> tuple:
+        return (self.weight(),)
+
+
+class NMRU(ArithmeticUnit):
+    """Neural multiplicative reciprocal unit, param ``w`` ``[2·in, out]``.
+
+    Rows ``:in`` weight x, rows ``in:`` weight 1/x. Init U[0.25, 0.75], projection [0, 1].
+    Regulariser ``sparse`` = mean(min(W, 1 − W)).
+    """
+
+    multiplicative = True
+
+    def __init__(self, in_features: int, out_features: int, *, rngs: nnx.Rngs):
+        super().__init__(in_features, out_features)
+        self.w = nnx.Param(uniform(rngs.params(), (2 * in_features, out_features), 0.25, 0.75))
+
+    def weight(self):
+        return jnp.clip(self.w[...], 0.0, 1.0)
+
+    def __call__(self, x, *, training: bool = False, key=None):
+        """``x`` ``[..., in]`` -> ``[..., out]``."""
+        w = self.weight()
+        # ε keeps 1/x finite for the training batches; evaluation is the exact reciprocal.
+        eps = F32_EPS if training else 0.0
+        xr = jnp.concatenate([x, 1.0 / (x + eps)], axis=-1)
+        # The magnitude goes through the NMU; the sign comes from the NPU-style cosine.
+        k = jnp.where(xr < 0, math.pi, 0.0)
+        return nmu_product(jnp.abs(xr), w) * jnp.cos(k @ w)
+
+    def regularizers(self, x) -> dict:
+        del x
+        w = self.weight()
+        return {"sparse": jnp.mean(jnp.minimum(w, 1.0 - w))}
+
+    def project(self) -> None:
+        clamp_param(self.w, 0.0, 1.0)
+
+    def sparsity_weights(self) -> tuple:
+        return (self.weight(),)
