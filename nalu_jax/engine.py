@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 
 import jax
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import reporting
 from nalu_jax.checkpoint import Checkpointer
+from nalu_jax.population import blocked, pad_seed_numbers
 from nalu_jax.config_utils import ConfigError, threshold_settings, validate_run
 from nalu_jax.tasks.thresholds import success_threshold
 from nalu_jax.train import default_chunk, make_train, num_evaluations, seed_keys
@@ -82,12 +84,14 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
     num_evals = num_evaluations(config)
     hp, data = trainer.hparams, trainer.eval_data
+    block = int(config.seed_block)
+    n = len(seeds)
     init = jax.jit(jax.vmap(trainer.init))
-    evaluate = jax.jit(jax.vmap(trainer.evaluate, in_axes=(0, None, None)))
-    train = jax.jit(jax.vmap(trainer.train, in_axes=(0, None)), donate_argnums=0)
+    evaluate = jax.jit(blocked(trainer.evaluate, block, (0, None, None)))
+    train = jax.jit(blocked(trainer.train, block, (0, None)), donate_argnums=0)
 
     t0 = time.perf_counter()
-    states = init(seed_keys(config.seed, seeds))
+    states = init(seed_keys(config.seed, pad_seed_numbers(seeds, block)))
     evaluate_c = evaluate.lower(states, hp, data).compile()
     train_c = train.lower(states, hp).compile() if config.num_steps else None
     compile_s = time.perf_counter() - t0
@@ -109,17 +113,19 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
         states, m = evaluate_c(states, hp, data)
         history["step"][e] = e * config.eval_every
         for name, value in zip(("valid_mse", "test_mse", "sparsity"), m, strict=True):
-            history[name][e] = np.asarray(value)
+            history[name][e] = np.asarray(value)[:n]
         if e == num_evals - 1:
             break
         states, losses = train_c(states, hp)
-        history["train_loss"][e + 1] = np.nanmean(np.asarray(losses), axis=1)
+        with warnings.catch_warnings():  # all-NaN rows: diverged seeds
+            warnings.simplefilter("ignore", RuntimeWarning)
+            history["train_loss"][e + 1] = np.nanmean(np.asarray(losses)[:n], axis=1)
         trained_steps += int(config.eval_every)
         if bar is not None:
             solved = reporting.running_solved(
                 history["valid_mse"][: e + 1], history["test_mse"][: e + 1], threshold
             )[-1]
-            bar.set_postfix(solved=int(solved), diverged=int(np.sum(states.diverged)))
+            bar.set_postfix(solved=int(solved), diverged=int(np.sum(states.diverged[:n])))
             bar.update(int(config.eval_every))
         if (e + 1) % chunk == 0 and e + 1 < num_evals - 1:  # the last one is saved below
             ckpt.save((e + 1) * config.eval_every, {"states": states, "history": history})
@@ -130,8 +136,8 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
         ckpt.save(int(config.num_steps), {"states": states, "history": history})
     ckpt.close()
 
-    diverged = np.asarray(states.diverged)
-    diverged_at = np.asarray(states.diverged_at)
+    diverged = np.asarray(states.diverged)[:n]
+    diverged_at = np.asarray(states.diverged_at)[:n]
     judgement = metrics_lib.judge_seeds(
         history["step"],
         history["valid_mse"],

@@ -12,6 +12,7 @@ import os
 import sys
 
 from absl import app, flags, logging
+import ml_collections
 from ml_collections import config_flags
 
 from nalu_jax.config_utils import ConfigError
@@ -30,8 +31,12 @@ def fail(message: str) -> None:
 def main(argv) -> None:
     if len(argv) > 1:
         fail(f"unexpected positional arguments {argv[1:]}; settings go in --config.* flags.")
-    if _CONFIG.value is None:
+    config = _CONFIG.value
+    if config is None:
         fail("--config is required, e.g. --config=configs/arithmetic.py:model=nmu,op=mul.")
+    if not isinstance(config, ml_collections.ConfigDict):  # ml-collections' stand-in on failure
+        path = flags.FLAGS["config"].config_filename
+        fail(f"--config file {path!r} could not be loaded: it does not exist or is not readable.")
     if not _WORKDIR.value:
         fail("--workdir is required: the directory for checkpoints and results.")
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
@@ -40,7 +45,7 @@ def main(argv) -> None:
 
     try:
         summary = train_and_evaluate(
-            _CONFIG.value, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
+            config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )
     except ConfigError as e:
         fail(str(e))
@@ -56,12 +61,23 @@ def run() -> None:
         fail(str(e))
 
 
+def _flag_error_sentence(message: str) -> str:
+    """ml-collections wraps errors raised by ``get_config`` in a formatted traceback."""
+    marker = f"{ConfigError.__name__}: "
+    if marker in message:
+        return message.rsplit(marker, 1)[1].strip().splitlines()[0]
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    return lines[-1] if "Traceback" in message else " ".join(lines)
+
+
 def _parse_flags(argv):
     try:
         return flags.FLAGS(argv)
     except flags.Error as e:
-        cause = e.__cause__ or e.__context__
-        fail(str(cause) if isinstance(cause, ConfigError) else str(e))
+        fail(_flag_error_sentence(str(e)))
+    except (AttributeError, KeyError) as e:  # an override naming a field the config lacks
+        hint = " ".join(str(e).replace("\\n", "\n").replace("\\'", "").split())
+        fail(f"a --config.FIELD override names no field of the config ({hint.strip(chr(39))}).")
     except ConfigError as e:
         fail(str(e))
 

@@ -1,0 +1,90 @@
+"""The command line: a successful smoke run, and one clear sentence with status 2 for bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+SMOKE = "--config=configs/arithmetic.py:model=nmu,op=mul,smoke"
+SMALL = ["--config.num_steps=1000", "--config.eval_every=500", "--config.num_seeds=2"]
+
+
+def run_cli(*args, workdir):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    cmd = [sys.executable, "-m", "nalu_jax.main", f"--workdir={workdir}", "--noprogress", *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_smoke_run_prints_summary_and_writes_results(tmp_path):
+    out = run_cli(SMOKE, *SMALL, workdir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "| success rate |" in out.stdout
+    assert (tmp_path / "summary.json").exists() and (tmp_path / "seeds.csv").exists()
+
+
+BAD = {
+    "unknown model": (
+        ["--config=configs/arithmetic.py:model=foo,smoke"],
+        "model.name must be one of",
+    ),
+    "unknown op": (["--config=configs/arithmetic.py:op=pow,smoke"], "task.op must be one of"),
+    "unknown variant": (
+        ["--config=configs/arithmetic.py:smok"],
+        "config variant 'smok' is unknown",
+    ),
+    "reversed range": (
+        [SMOKE, "--config.task.interpolation_range=(2,1)"],
+        "task.interpolation_range must have finite lo < hi",
+    ),
+    "unequal intervals": (
+        [SMOKE, "--config.task.extrapolation_range=((-6,-2),(2,5))"],
+        "two intervals of equal width",
+    ),
+    "negative root": (
+        [
+            "--config=configs/arithmetic.py:op=root,smoke",
+            "--config.task.interpolation_range=(-1,1)",
+        ],
+        "must not reach below 0",
+    ),
+    "no seeds": ([SMOKE, "--config.num_seeds=0"], "num_seeds must be an integer >= 1"),
+    "negative seeds": ([SMOKE, "--config.num_seeds=-3"], "num_seeds must be an integer >= 1"),
+    "eval interval": ([SMOKE, "--config.eval_every=300"], "eval_every must divide num_steps"),
+    "subsets do not fit": (
+        [SMOKE, "--config.task.input_size=10", "--config.task.subset_ratio=0.9"],
+        "task.subset_ratio is too large",
+    ),
+    "range index": (
+        ["--config=configs/single_module.py:range=10,smoke"],
+        "range_index must be",
+    ),
+    "missing config file": (["--config=configs/nope.py"], "could not be loaded"),
+    "unknown field": ([SMOKE, "--config.num_seedz=3"], "names no field of the config"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_exits_2_with_one_sentence(case, tmp_path):
+    args, expected = BAD[case]
+    out = run_cli(*args, workdir=tmp_path / "w")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    message = out.stderr.strip()
+    assert expected in message, message
+    assert "Traceback" not in message and len(message.splitlines()) == 1
+
+
+def test_unwritable_workdir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    out = run_cli(SMOKE, *SMALL, workdir=blocker / "sub")
+    assert out.returncode == 2 and "workdir" in out.stderr and "not writable" in out.stderr
+
+
+def test_workdir_with_other_config(tmp_path):
+    assert run_cli(SMOKE, *SMALL, workdir=tmp_path).returncode == 0
+    out = run_cli(SMOKE, *SMALL, "--config.task.op=add", workdir=tmp_path)
+    assert out.returncode == 2 and "different config" in out.stderr
+    out = run_cli(SMOKE, *SMALL, "--config.task.op=add", "--overwrite", workdir=tmp_path)
+    assert out.returncode == 0, out.stderr

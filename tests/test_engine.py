@@ -1,0 +1,146 @@
+"""End-to-end behaviour of the seeds-as-a-vmap-axis engine (issue: arithmetic experiment)."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import load_config, tiny
+
+from nalu_jax import checkpoint as checkpoint_lib
+from nalu_jax.config_utils import ConfigError
+from nalu_jax.engine import train_and_evaluate
+
+
+def read_csv(workdir):
+    with open(os.path.join(workdir, "seeds.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def test_outputs_exist_and_parse(tmp_path):
+    config = tiny(load_config("arithmetic", "model=nmu,op=mul"))
+    summary = train_and_evaluate(config, str(tmp_path), progress=False)
+    assert json.load(open(tmp_path / "config.json"))["model"]["name"] == "nmu"
+    lines = [json.loads(x) for x in open(tmp_path / "metrics.jsonl")]
+    assert [x["step"] for x in lines] == [0, 500, 1000]
+    assert lines[0]["train_loss"] is None and lines[1]["train_loss"]["0.5"] > 0
+    for line in lines:
+        assert set(line) >= {"interpolation_mse", "extrapolation_mse", "seeds_solved"}
+        assert 0 <= line["seeds_solved"] <= 2
+    rows = read_csv(tmp_path)
+    assert [int(r["seed"]) for r in rows] == [0, 1]
+    assert list(rows[0])[:8] == [
+        "seed", "solved", "best_step", "interpolation_mse", "extrapolation_mse",
+        "solved_at", "sparsity_error", "diverged",
+    ]  # fmt: skip
+    saved = json.load(open(tmp_path / "summary.json"))
+    assert saved["num_seeds"] == 2 and saved["solved"] == summary["solved"]
+    assert 0.0 <= saved["success_interval"][0] <= saved["success_interval"][1] <= 1.0
+    assert "success rate" in open(tmp_path / "summary.md").read()
+    assert open(tmp_path / "curves.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp-")]
+
+
+def test_nau_learns_two_input_addition(tmp_path):
+    config = load_config("single_module", "op=add,model=nau,smoke")
+    config.num_steps = 5000
+    summary = train_and_evaluate(config, str(tmp_path), progress=False)
+    assert summary["solved"] >= 3, summary
+    rows = read_csv(tmp_path)
+    for r in rows:
+        if r["solved"] == "1":
+            assert int(r["solved_at"]) <= 5000 and float(r["sparsity_error"]) < 1e-2
+
+
+def test_diverged_seeds_are_counted_and_isolated(tmp_path):
+    # A ReLU network with a huge learning rate overflows on most seeds; the dead-ReLU seeds
+    # stay finite. Neither kind may affect another seed's numbers.
+    def config(first, num):
+        c = tiny(
+            load_config("arithmetic", "model=relu,op=mul"), seeds=num, steps=400, eval_every=200
+        )
+        c.train.lr = 1e6
+        c.first_seed = first
+        return c
+
+    summary = train_and_evaluate(config(0, 8), str(tmp_path / "all"), progress=False)
+    rows = read_csv(tmp_path / "all")
+    diverged = [r["seed"] for r in rows if r["diverged"] == "1"]
+    assert 0 < summary["diverged"] == len(diverged) < 8
+    assert all(r["solved"] == "0" for r in rows if r["diverged"] == "1")
+    survivor = next(r for r in rows if r["diverged"] == "0")
+    train_and_evaluate(config(int(survivor["seed"]), 1), str(tmp_path / "one"), progress=False)
+    assert read_csv(tmp_path / "one")[0] == survivor
+
+
+def test_seed_result_independent_of_other_seeds(tmp_path):
+    base = tiny(load_config("arithmetic", "model=nmu,op=mul"), seeds=6)
+    train_and_evaluate(base, str(tmp_path / "six"), progress=False)
+    alone = tiny(load_config("arithmetic", "model=nmu,op=mul"), seeds=1)
+    alone.first_seed = 3
+    train_and_evaluate(alone, str(tmp_path / "alone"), progress=False)
+    assert read_csv(tmp_path / "six")[3] == read_csv(tmp_path / "alone")[0]
+
+
+def test_same_config_same_numbers(tmp_path):
+    for name in ("a", "b"):
+        train_and_evaluate(
+            tiny(load_config("arithmetic", "model=nau,op=add")),
+            str(tmp_path / name),
+            progress=False,
+        )
+    assert read_csv(tmp_path / "a") == read_csv(tmp_path / "b")
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
+    def config():
+        return tiny(load_config("arithmetic", "model=nmu,op=mul"), seeds=3, steps=1500)
+
+    train_and_evaluate(config(), str(tmp_path / "full"), progress=False)
+
+    real_save = checkpoint_lib.Checkpointer.save
+
+    def save_then_stop(self, step, tree):
+        real_save(self, step, tree)
+        raise _Interrupt  # the process dies right after its first checkpoint
+
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", save_then_stop)
+    with pytest.raises(_Interrupt):
+        train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
+    assert not os.path.exists(tmp_path / "resumed" / "seeds.csv")
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", real_save)
+    train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
+    assert read_csv(tmp_path / "resumed") == read_csv(tmp_path / "full")
+    full = open(tmp_path / "full" / "metrics.jsonl").read()
+    assert open(tmp_path / "resumed" / "metrics.jsonl").read() == full
+
+
+def test_other_config_in_workdir_needs_overwrite(tmp_path):
+    train_and_evaluate(
+        tiny(load_config("arithmetic", "model=nau,op=add")), str(tmp_path), progress=False
+    )
+    other = tiny(load_config("arithmetic", "model=nmu,op=mul"))
+    with pytest.raises(ConfigError, match="different config"):
+        train_and_evaluate(other, str(tmp_path), progress=False)
+    summary = train_and_evaluate(other, str(tmp_path), overwrite=True, progress=False)
+    assert summary["model"] == "nmu"
+    assert json.load(open(tmp_path / "config.json"))["model"]["name"] == "nmu"
+
+
+def test_quantities_are_per_seed_arrays(tmp_path):
+    summary = train_and_evaluate(
+        tiny(load_config("single_module", "op=mul,model=nmu"), seeds=3, steps=2000),
+        str(tmp_path),
+        progress=False,
+    )
+    rows = read_csv(tmp_path)
+    solved = [r for r in rows if r["solved"] == "1"]
+    assert summary["solved"] == len(solved)
+    for r in solved:
+        assert float(r["extrapolation_mse"]) < summary["threshold"]
+    assert np.isfinite(summary["seed_steps_per_s"]) and summary["seed_steps_per_s"] > 0
