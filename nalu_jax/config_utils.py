@@ -177,6 +177,7 @@ def base_config():
     import ml_collections
 
     c = ml_collections.ConfigDict()
+    c.experiment = "arithmetic"  # see nalu_jax.experiments.EXPERIMENTS
     c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
     c.first_seed = 0
     c.num_seeds = 10

@@ -21,8 +21,8 @@ import numpy as np
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import reporting
 from nalu_jax.checkpoint import Checkpointer
-from nalu_jax.population import blocked, pad_seed_numbers
 from nalu_jax.config_utils import ConfigError, threshold_settings, validate_run
+from nalu_jax.population import blocked, pad_seed_numbers
 from nalu_jax.tasks.thresholds import success_threshold
 from nalu_jax.train import default_chunk, make_train, num_evaluations, seed_keys
 
@@ -129,6 +129,10 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
             bar.update(int(config.eval_every))
         if (e + 1) % chunk == 0 and e + 1 < num_evals - 1:  # the last one is saved below
             ckpt.save((e + 1) * config.eval_every, {"states": states, "history": history})
+            lines = reporting.metrics_lines(
+                history, e + 1, threshold, np.asarray(states.diverged_at)[:n]
+            )
+            reporting.atomic_write(os.path.join(workdir, "metrics.jsonl"), lines)
     loop_s = time.perf_counter() - t_loop
     if bar is not None:
         bar.close()
@@ -165,6 +169,10 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     )
     write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, threshold, summary)
     return summary
+
+
+def format_summary(summary: dict) -> str:
+    return reporting.summary_markdown(summary)
 
 
 def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, threshold, summary):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from absl import app, flags, logging
 import ml_collections
+from absl import app, flags, logging
 from ml_collections import config_flags
 
 from nalu_jax.config_utils import ConfigError
@@ -40,16 +40,16 @@ def main(argv) -> None:
     if not _WORKDIR.value:
         fail("--workdir is required: the directory for checkpoints and results.")
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-    from nalu_jax.engine import train_and_evaluate
-    from nalu_jax.reporting import summary_markdown
+    from nalu_jax.experiments import get_experiment
 
     try:
-        summary = train_and_evaluate(
+        experiment = get_experiment(config.get("experiment", "arithmetic"))
+        summary = experiment.train_and_evaluate(
             config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )
     except ConfigError as e:
         fail(str(e))
-    print(summary_markdown(summary))
+    print(experiment.format_summary(summary))
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 
 
