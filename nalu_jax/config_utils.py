@@ -57,8 +57,6 @@ def validate_run(config) -> None:
 def build_task(config) -> task_lib.ArithmeticTask:
     """The ``ArithmeticTask`` of ``config.task`` (single-module ranges by ``range_index``)."""
     tc = config.task
-    if tc.kind not in ("arithmetic", "single_module"):
-        raise ConfigError(f"task.kind must be 'arithmetic' or 'single_module', got {tc.kind!r}.")
     fields = dict(
         op=tc.op,
         input_size=tc.input_size,

@@ -9,6 +9,7 @@ on the same workdir resumes from the last checkpoint and ends with the same per-
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -24,9 +25,24 @@ from nalu_jax.checkpoint import Checkpointer
 from nalu_jax.config_utils import ConfigError, threshold_settings, validate_run
 from nalu_jax.population import blocked, pad_seed_numbers
 from nalu_jax.tasks.thresholds import success_threshold
-from nalu_jax.train import default_chunk, make_train, num_evaluations, seed_keys
+from nalu_jax.train import default_chunk, num_evaluations, seed_keys
 
 HISTORY_FIELDS = ("valid_mse", "test_mse", "sparsity", "train_loss")
+
+#: ``config.task.kind`` → the ``make_train`` building its per-seed ``Trainer`` ("module:function")
+TRAINERS: dict[str, str] = {
+    "arithmetic": "nalu_jax.train:make_train",
+    "single_module": "nalu_jax.train:make_train",
+}
+
+
+def build_trainer(config):
+    """The ``Trainer`` of ``config.task.kind`` (see ``nalu_jax.train.Trainer``)."""
+    kind = config.task.kind
+    if kind not in TRAINERS:
+        raise ConfigError(f"task.kind must be one of {sorted(TRAINERS)}, got {kind!r}.")
+    module, function = TRAINERS[kind].split(":")
+    return getattr(importlib.import_module(module), function)(config)
 
 
 def config_json(config) -> str:
@@ -77,8 +93,10 @@ def _progress(total: int, initial: int, enabled: bool):
 def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
     """Train ``config.num_seeds`` seeds, judge each, write the workdir; returns the summary."""
     validate_run(config)
-    trainer = make_train(config)
-    threshold = success_threshold(trainer.task, **threshold_settings(config))
+    trainer = build_trainer(config)
+    threshold = trainer.threshold
+    if threshold is None:
+        threshold = success_threshold(trainer.task, **threshold_settings(config))
     prepare_workdir(workdir, config, overwrite)
 
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)

@@ -81,6 +81,7 @@ class Trainer(NamedTuple):
     hparams: HParams  # the config's hyperparameters (unbatched)
     task: Any
     graphdef: Any
+    threshold: float | None = None  # success threshold; None: simulated from ``task``
 
 
 def seed_keys(root_seed: int, seed_numbers):
