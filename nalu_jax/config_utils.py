@@ -50,6 +50,10 @@ def validate_run(config) -> None:
         raise ConfigError(
             f"train.reg_schedule must be 'linear' or 'exp', got {config.train.reg_schedule!r}."
         )
+    if config.train.sampler not in ("hash", "threefry"):
+        raise ConfigError(
+            f"train.sampler must be 'hash' or 'threefry', got {config.train.sampler!r}."
+        )
     if config.train.lr is not None and not config.train.lr > 0:
         raise ConfigError(f"train.lr must be a positive number, got {config.train.lr!r}.")
 
@@ -211,6 +215,7 @@ def base_config():
 
     c.train = ml_collections.ConfigDict()
     c.train.batch_size = 128
+    c.train.sampler = "hash"  # training-batch stream: "hash" (fast, nalu_jax.rng) or "threefry"
     none_float = lambda: ml_collections.FieldReference(None, field_type=float)
     c.train.lr = none_float()  # None: 1e-3, or 5e-3 for NPU/RealNPU
     c.train.beta1 = 0.9

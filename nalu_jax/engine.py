@@ -23,7 +23,7 @@ from nalu_jax import metrics as metrics_lib
 from nalu_jax import reporting
 from nalu_jax.checkpoint import Checkpointer
 from nalu_jax.config_utils import ConfigError, threshold_settings, validate_run
-from nalu_jax.population import blocked, pad_seed_numbers
+from nalu_jax.population import pad_seed_numbers, seed_mesh, shard_population, sharded
 from nalu_jax.tasks.thresholds import success_threshold
 from nalu_jax.train import default_chunk, num_evaluations, seed_keys
 
@@ -33,6 +33,7 @@ HISTORY_FIELDS = ("valid_mse", "test_mse", "sparsity", "train_loss")
 TRAINERS: dict[str, str] = {
     "arithmetic": "nalu_jax.train:make_train",
     "single_module": "nalu_jax.train:make_train",
+    "recurrent": "nalu_jax.recurrent:make_train",
 }
 
 
@@ -104,12 +105,14 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     hp, data = trainer.hparams, trainer.eval_data
     block = int(config.seed_block)
     n = len(seeds)
+    mesh = seed_mesh()
     init = jax.jit(jax.vmap(trainer.init))
-    evaluate = jax.jit(blocked(trainer.evaluate, block, (0, None, None)))
-    train = jax.jit(blocked(trainer.train, block, (0, None)), donate_argnums=0)
+    evaluate = jax.jit(sharded(trainer.evaluate, block, (0, None, None), mesh))
+    train = jax.jit(sharded(trainer.train, block, (0, None), mesh), donate_argnums=0)
 
     t0 = time.perf_counter()
-    states = init(seed_keys(config.seed, pad_seed_numbers(seeds, block)))
+    padded = pad_seed_numbers(seeds, block * mesh.size)
+    states = shard_population(init(seed_keys(config.seed, padded)), mesh)
     evaluate_c = evaluate.lower(states, hp, data).compile()
     train_c = train.lower(states, hp).compile() if config.num_steps else None
     compile_s = time.perf_counter() - t0
@@ -119,7 +122,7 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     latest = ckpt.latest_step()
     if latest is not None:
         saved = ckpt.restore(latest, {"states": states, "history": history})
-        states = saved["states"]
+        states = shard_population(saved["states"], mesh)
         history = {k: np.asarray(v) for k, v in saved["history"].items()}
         done = int(np.sum(history["step"] >= 0))
 

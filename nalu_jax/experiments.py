@@ -13,6 +13,7 @@ from nalu_jax.config_utils import ConfigError
 
 EXPERIMENTS: dict[str, str] = {
     "arithmetic": "nalu_jax.engine",  # static arithmetic task and single-module benchmark
+    "identity": "nalu_jax.identity",  # identity-extrapolation failure of MLPs (tasks.md §6)
 }
 
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 import sys
 
+from nalu_jax.hostenv import configure_host_devices
+
+configure_host_devices()  # before JAX starts: one CPU device per core (seeds are sharded)
+
 import ml_collections
 from absl import app, flags, logging
 from ml_collections import config_flags

@@ -56,3 +56,32 @@ def blocked(fn, block: int, in_axes):
         return jax.tree.map(merge, jax.lax.map(body, blocks))
 
     return run
+
+
+def seed_mesh(devices=None):
+    """A 1-D mesh over the local devices whose one axis, ``"seeds"``, carries the population."""
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(devices if devices is not None else jax.local_devices()), ("seeds",))
+
+
+def sharded(fn, block: int, in_axes, mesh):
+    """``blocked(fn)`` on each device's share of the seeds (``shard_map`` over ``"seeds"``).
+
+    Each device runs whole blocks with the same compiled body, so results do not depend on
+    the number of devices either. The population must be a multiple of ``block × devices``.
+    """
+    from jax.sharding import PartitionSpec as P
+
+    specs = tuple(P("seeds") if ax == 0 else P() for ax in in_axes)
+    return jax.shard_map(
+        blocked(fn, block, in_axes), mesh=mesh, in_specs=specs, out_specs=P("seeds")
+    )
+
+
+def shard_population(tree, mesh):
+    """Place a population pytree (leading seed axis) across ``mesh``."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    return jax.device_put(tree, NamedSharding(mesh, P("seeds")))

@@ -16,11 +16,13 @@ which other seeds run alongside.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx, struct
 
@@ -60,7 +62,7 @@ class TrainState:
     diverged: jax.Array  # bool []
     diverged_at: jax.Array  # int32 [] first step whose update was non-finite, −1 if none
     last_valid_mse: jax.Array  # float32 [] latest interpolation MSE (iNALU regulariser gate)
-    loss_hist: jax.Array  # float32 [H] iNALU stall test ring buffer (H = 0 otherwise)
+    loss_hist: jax.Array  # float32 [H] iNALU stall test ring buffer (H = 1, unused, otherwise)
     hist_count: jax.Array  # int32 [] losses stored since the last reinitialisation
     reinits: jax.Array  # int32 [] iNALU reinitialisations so far
 
@@ -120,18 +122,62 @@ TEST_KEY = 0x5EED_0002
 
 
 def evaluation_inputs(task, size: int) -> dict:
-    """The fixed validation (interpolation) and test (extrapolation) inputs ``[size, n]``."""
+    """The fixed validation (interpolation) and test (extrapolation) sets.
+
+    ``valid``/``test``: inputs ``[size, n]``; ``valid_sums``/``test_sums``: their subset sums
+    at every possible offset ``[size, max_offset + 1, K]``, so that a seed's targets are a
+    gather rather than ``size × n`` work per seed and evaluation.
+    """
     shape = (size, task.input_size)
-    return {
+    data = {
         "valid": task_lib.sample_inputs(jax.random.key(VALID_KEY), shape, task.interpolation_range),
         "test": task_lib.sample_inputs(jax.random.key(TEST_KEY), shape, task.extrapolation_range),
     }
+    for name in ("valid", "test"):
+        data[f"{name}_sums"] = offset_subset_sums(task, data[name])
+    return data
+
+
+def offset_subset_sums(task, x) -> jax.Array:
+    """Subset sums of ``x [size, n]`` at each offset 0…max_offset → ``[size, offsets, K]``.
+
+    Prefix sums in float64 on the host: each subset sum is then exact to float32 rounding.
+    """
+    xs = np.asarray(x, np.float64)
+    prefix = np.concatenate([np.zeros((xs.shape[0], 1)), np.cumsum(xs, axis=1)], axis=1)
+    offsets = np.arange(task.max_offset + 1)[:, None]
+    starts = offsets + np.asarray(task.subset_starts)[None, :]
+    ends = starts + np.asarray(task.subset_sizes)[None, :]
+    return jnp.asarray(prefix[:, ends] - prefix[:, starts], jnp.float32)
 
 
 def make_train(config) -> Trainer:
     """Build the per-seed pure functions for an arithmetic-task config (see module doc)."""
     task = build_task(config)
     factory, unit_names = build_model_factory(config, task)
+    return make_trainer(
+        config,
+        task,
+        factory,
+        unit_names,
+        input_shape=(task.input_size,),
+        target_fn=functools.partial(task_lib.target, task),
+        eval_data=evaluation_inputs(task, int(config.eval_size)),
+    )
+
+
+def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, eval_data):
+    """The per-seed ``Trainer`` for a model trained on fresh inputs from ``task``'s generator.
+
+    Args:
+      factory: ``rngs -> model``; the model maps ``x [batch, *input_shape]`` to ``[batch, 1]``
+        and offers ``apply_with_regularizers``, ``project`` and ``sparsity_error`` (as
+        ``ArithmeticNetwork`` does).
+      unit_names: the units it is built from (for ``build_hparams``, iNALU and sNMU handling).
+      input_shape: one sample's shape: ``(n,)``, or ``(T, n)`` for sequences.
+      target_fn: ``(x [batch, *input_shape], masks [K, n]) -> [batch]`` targets.
+      eval_data: ``{"valid": x, "test": x}`` fixed evaluation inputs shared by all seeds.
+    """
     graphdef, _ = split_model(factory)
     hparams = build_hparams(config, unit_names)
     eval_every = int(config.eval_every)
@@ -148,6 +194,7 @@ def make_train(config) -> Trainer:
     )
     tx = optax.chain(optax.clip(clip), adam) if clip else adam
     interp = task.interpolation_range
+    sampler = str(config.train.sampler)
 
     def init(seed_key) -> TrainState:
         init_key, offset_key, train_key = jax.random.split(seed_key, 3)
@@ -161,7 +208,8 @@ def make_train(config) -> Trainer:
             diverged=jnp.zeros((), bool),
             diverged_at=jnp.full((), -1, jnp.int32),
             last_valid_mse=jnp.full((), jnp.inf, jnp.float32),
-            loss_hist=jnp.zeros((hist_len,), jnp.float32),
+            # unused (length 1) without iNALU: zero-size arrays lose their seed sharding
+            loss_hist=jnp.zeros((max(hist_len, 1),), jnp.float32),
             hist_count=jnp.zeros((), jnp.int32),
             reinits=jnp.zeros((), jnp.int32),
         )
@@ -201,8 +249,8 @@ def make_train(config) -> Trainer:
         step_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
         data_key, noise_key = jax.random.split(step_key)
         masks = task_lib.subset_masks(task, state.offset)
-        x = task_lib.sample_inputs(data_key, (batch_size, task.input_size), interp)
-        t = task_lib.target(task, x, masks)
+        x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), interp, sampler=sampler)
+        t = target_fn(x, masks)
         (loss, mse), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             state.params, hp, x, t, state.step, state.last_valid_mse,
             noise_key if uses_noise else None,
@@ -233,18 +281,22 @@ def make_train(config) -> Trainer:
         """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
         return jax.lax.scan(lambda s, _: train_step(s, hp), state, None, length=eval_every)
 
-    eval_data = evaluation_inputs(task, int(config.eval_size))
-
     def evaluate(state: TrainState, hp: HParams, data: dict):
         """Interpolation/extrapolation MSE on the fixed sets and the sparsity error."""
         del hp
         model = nnx.merge(graphdef, state.params)
         masks = task_lib.subset_masks(task, state.offset)
 
-        def mse(x):
-            return jnp.mean((model(x)[:, 0] - task_lib.target(task, x, masks)) ** 2)
+        def mse(name):
+            x = data[name]
+            if f"{name}_sums" in data:  # precomputed for every offset: gather this seed's
+                sums = jnp.take(data[f"{name}_sums"], state.offset, axis=1)
+                t = task_lib.target_from_sums(task.op, sums)
+            else:
+                t = target_fn(x, masks)
+            return jnp.mean((model(x)[:, 0] - t) ** 2)
 
-        metrics = EvalMetrics(mse(data["valid"]), mse(data["test"]), model.sparsity_error())
+        metrics = EvalMetrics(mse("valid"), mse("test"), model.sparsity_error())
         return state.replace(last_valid_mse=metrics.valid_mse), metrics
 
     return Trainer(init, train, evaluate, eval_data, hparams, task, graphdef)

@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nalu_jax import rng as rng_lib
+
 OPS = ("add", "sub", "mul", "div", "squared", "root")
 
 # Number of leading subsets each operation reads (None: all K).
@@ -201,20 +203,21 @@ def subset_masks(task: ArithmeticTask, offset) -> jax.Array:
     return ((idx >= starts) & (idx < ends)).astype(jnp.float32)
 
 
-def sample_inputs(key, shape, rng) -> jax.Array:
+def sample_inputs(key, shape, rng, *, sampler: str = "threefry") -> jax.Array:
     """i.i.d. inputs ``[*shape]`` float32 from ``rng``: ``(lo, hi)`` or two equal-width intervals.
 
     For two intervals one uniform draw on [0, 2) picks the interval (``u < 1`` or not, each
     with probability ½) and the position in it, so sampling costs one ``uniform`` either way.
-    The bounds may be traced arrays of the same nesting.
+    The bounds may be traced arrays of the same nesting. ``sampler``: "threefry"
+    (``jax.random.uniform``) or the cheaper "hash" stream of ``nalu_jax.rng``.
     """
     shape = tuple(shape)
     if not isinstance(rng[0], (tuple, list)) and np.ndim(rng[0]) == 0:
         lo, hi = (jnp.asarray(v, jnp.float32) for v in rng)
-        return jax.random.uniform(key, shape, jnp.float32, lo, hi)
+        return rng_lib.uniform(key, shape, lo, hi, sampler=sampler)
     (lo1, hi1), (lo2, _) = ((jnp.asarray(v, jnp.float32) for v in r) for r in rng)
     width = hi1 - lo1
-    u = jax.random.uniform(key, shape, jnp.float32, 0.0, 2.0)
+    u = rng_lib.uniform(key, shape, 0.0, 2.0, sampler=sampler)
     return jnp.where(u < 1.0, lo1 + width * u, lo2 + width * (u - 1.0))
 
 
