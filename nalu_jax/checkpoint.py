@@ -17,11 +17,22 @@ import orbax.checkpoint as ocp
 class Checkpointer:
     """Keeps the latest ``max_to_keep`` checkpoints of ``tree`` under ``directory``."""
 
-    def __init__(self, directory: str, max_to_keep: int = 2):
+    def __init__(self, directory: str, max_to_keep: int = 2, *, process: int | None = None):
+        """``process``: in a multi-host run, this process's index; its manager then works
+        alone (each process saves its own slice of the population, no cross-host barrier)."""
         self.directory = os.path.abspath(directory)
+        extra = {"create": True}
+        if process is not None:
+            os.makedirs(self.directory, exist_ok=True)  # orbax will not create it then
+            extra["create"] = False
+            extra["multiprocessing_options"] = ocp.options.MultiprocessingOptions(
+                primary_host=process,
+                active_processes={process},
+                barrier_sync_key_prefix=f"process_{process}",
+            )
         self._manager = ocp.CheckpointManager(
             self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra),
         )
 
     def latest_step(self) -> int | None:

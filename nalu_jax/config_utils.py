@@ -230,6 +230,15 @@ def base_config():
     c.train.inalu_reinit = True
     c.train.npu_beta_start = none_float()
     c.train.npu_beta_end = none_float()
+
+    # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all
+    # listed ones): lr, reg_scale, reg_start, reg_end, lambda_z, npu_beta_start, npu_beta_end,
+    # range_index, interpolation_range, extrapolation_range, threshold_epsilon.
+    c.sweep = ml_collections.ConfigDict()
+    from nalu_jax.sweep import SWEEPABLE
+
+    for name in SWEEPABLE:
+        c.sweep[name] = ml_collections.FieldReference(None, field_type=tuple)
     return c
 
 

@@ -1,31 +1,33 @@
 """``train_and_evaluate(config, workdir)``: many seeds in one compiled program, judged and reported.
 
-The loop is Python over jitted evaluation periods; each period is one ``evaluate`` (before that
-step's update) and ``eval_every`` updates in a ``lax.scan``, both ``vmap``-ed over seeds.
-Between periods it records metrics, updates the progress bar and, every ``checkpoint_every``
-steps, saves all seeds' states and the evaluation history (orbax). Re-running the same command
-on the same workdir resumes from the last checkpoint and ends with the same per-seed results.
+The population is every (sweep setting, seed) pair — one setting unless ``config.sweep`` lists
+values. This process takes its slice of it (all of it unless multi-host, see
+``nalu_jax.distributed``), pads it to whole blocks on every local device and runs the loop:
+Python over jitted evaluation periods, each one ``evaluate`` (before that step's update) and
+``eval_every`` updates in a ``lax.scan``, ``vmap``-ed over a block of runs, ``lax.map``-ed over
+blocks (``nalu_jax.population``). Between periods it records metrics, updates the progress bar
+and, every ``checkpoint_every`` steps, saves the states and evaluation history (orbax).
+Re-running the same command on the same workdir resumes from the last checkpoint and ends with
+the same per-seed results.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import shutil
 import time
 import warnings
 
 import jax
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import reporting
+from nalu_jax import distributed, reporting, sweep
 from nalu_jax.checkpoint import Checkpointer
 from nalu_jax.config_utils import ConfigError, threshold_settings, validate_run
-from nalu_jax.population import pad_seed_numbers, seed_mesh, shard_population, sharded
+from nalu_jax.population import DevicePopulation, blocked, padded_size
 from nalu_jax.tasks.thresholds import success_threshold
 from nalu_jax.train import default_chunk, num_evaluations, seed_keys
+from nalu_jax.workdir import prepare_workdir
 
 HISTORY_FIELDS = ("valid_mse", "test_mse", "sparsity", "train_loss")
 
@@ -46,39 +48,30 @@ def build_trainer(config):
     return getattr(importlib.import_module(module), function)(config)
 
 
-def config_json(config) -> str:
-    return json.dumps(json.loads(config.to_json_best_effort()), indent=2, sort_keys=True) + "\n"
+def build_population(config):
+    """Settings, the trainer whose program all runs share, per-setting hparams and thresholds."""
+    settings = sweep.expand(config)
+    trainers = [build_trainer(s.config) for s in settings]
+    thresholds = [
+        t.threshold
+        if t.threshold is not None
+        else success_threshold(t.task, **threshold_settings(s.config))
+        for s, t in zip(settings, trainers, strict=True)
+    ]
+    hparams = [t.hparams for t in trainers]
+    program = trainers[0]
+    if set(sweep.swept(config)) & set(sweep.RANGE_FIELDS):  # ranges become traced leaves
+        ranges = sweep.common_ranges(settings)
+        program = build_trainer(sweep.with_ranges(settings[0].config, ranges[0]))
+        hparams = [
+            hp.replace(**{k: sweep.range_leaves(v) for k, v in r.items()})
+            for hp, r in zip(hparams, ranges, strict=True)
+        ]
+    return settings, program, hparams, thresholds
 
 
-def prepare_workdir(workdir: str, config, overwrite: bool) -> None:
-    """Create ``workdir``; refuse one that holds a run of a different config (unless overwrite)."""
-    try:
-        os.makedirs(workdir, exist_ok=True)
-        probe = os.path.join(workdir, ".write-test")
-        with open(probe, "w") as f:
-            f.write("")
-        os.unlink(probe)
-    except OSError as e:
-        raise ConfigError(f"workdir {workdir!r} is not writable ({e.strerror}).") from None
-    path = os.path.join(workdir, "config.json")
-    text = config_json(config)
-    if os.path.exists(path):
-        with open(path) as f:
-            same = f.read() == text
-        if not same and not overwrite:
-            raise ConfigError(
-                f"workdir {workdir!r} holds a run of a different config; "
-                "use another workdir or pass --overwrite to replace it."
-            )
-        if not same:
-            for name in os.listdir(workdir):
-                target = os.path.join(workdir, name)
-                shutil.rmtree(target) if os.path.isdir(target) else os.unlink(target)
-    reporting.atomic_write(path, text)
-
-
-def _empty_history(num_evals: int, num_seeds: int) -> dict:
-    hist = {k: np.full((num_evals, num_seeds), np.nan, np.float32) for k in HISTORY_FIELDS}
+def _empty_history(num_evals: int, num_runs: int) -> dict:
+    hist = {k: np.full((num_evals, num_runs), np.nan, np.float32) for k in HISTORY_FIELDS}
     hist["step"] = np.full((num_evals,), -1, np.int64)
     return hist
 
@@ -92,117 +85,110 @@ def _progress(total: int, initial: int, enabled: bool):
 
 
 def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
-    """Train ``config.num_seeds`` seeds, judge each, write the workdir; returns the summary."""
+    """Train every seed (of every sweep setting), judge each, write the workdir.
+
+    Returns the summary dict (with ``"settings"``: one summary per setting, for a sweep), or
+    ``None`` in a non-zero process of a multi-host run (process 0 writes the results).
+    """
     validate_run(config)
-    trainer = build_trainer(config)
-    threshold = trainer.threshold
-    if threshold is None:
-        threshold = success_threshold(trainer.task, **threshold_settings(config))
-    prepare_workdir(workdir, config, overwrite)
+    settings, program, hparams, thresholds = build_population(config)
+    proc = distributed.process_info()
+    prepare_workdir(workdir, config, overwrite, proc)
 
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
-    num_evals = num_evaluations(config)
-    hp, data = trainer.hparams, trainer.eval_data
-    block = int(config.seed_block)
-    n = len(seeds)
-    mesh = seed_mesh()
-    init = jax.jit(jax.vmap(trainer.init))
-    evaluate = jax.jit(sharded(trainer.evaluate, block, (0, None, None), mesh))
-    train = jax.jit(sharded(trainer.train, block, (0, None), mesh), donate_argnums=0)
+    run_setting = np.repeat(np.arange(len(settings)), len(seeds))  # setting-major
+    run_seed = np.tile(seeds, len(settings))
+    mine = distributed.process_slice(len(run_seed), proc)
+    n = mine.stop - mine.start
+    block, pop = int(config.seed_block), DevicePopulation()
+    padded = np.arange(padded_size(n, block * len(pop.devices)))
+    local = mine.start + np.minimum(padded, n - 1)  # padding repeats the last run
+    run_threshold = np.asarray(thresholds, np.float64)[run_setting[mine]]
 
     t0 = time.perf_counter()
-    padded = pad_seed_numbers(seeds, block * mesh.size)
-    states = shard_population(init(seed_keys(config.seed, padded)), mesh)
-    evaluate_c = evaluate.lower(states, hp, data).compile()
-    train_c = train.lower(states, hp).compile() if config.num_steps else None
+    states = jax.jit(jax.vmap(program.init))(seed_keys(config.seed, run_seed[local]))
+    hp = pop.split(sweep.stack_hparams([hparams[h] for h in run_setting[local]]))
+    data = pop.replicate(program.eval_data)
+    parts = pop.split(states)
+    evaluate = pop.compile(jax.jit(blocked(program.evaluate, block, (0, 0, None))), parts, hp, data)
+    train = pop.compile(jax.jit(blocked(program.train, block, (0, 0)), donate_argnums=0), parts, hp)
     compile_s = time.perf_counter() - t0
 
-    ckpt = Checkpointer(os.path.join(workdir, "checkpoints"))
-    history, done = _empty_history(num_evals, len(seeds)), 0
-    latest = ckpt.latest_step()
-    if latest is not None:
-        saved = ckpt.restore(latest, {"states": states, "history": history})
-        states = shard_population(saved["states"], mesh)
+    num_evals = num_evaluations(config)
+    ckpt = Checkpointer(
+        distributed.checkpoint_dir(workdir, proc), process=proc.index if proc.count > 1 else None
+    )
+    history, done = _empty_history(num_evals, n), 0
+    if ckpt.latest_step() is not None:
+        saved = ckpt.restore(ckpt.latest_step(), {"states": states, "history": history})
+        parts = pop.split(saved["states"])
         history = {k: np.asarray(v) for k, v in saved["history"].items()}
         done = int(np.sum(history["step"] >= 0))
+    del states
 
-    chunk = default_chunk(config)
-    bar = _progress(int(config.num_steps), done * int(config.eval_every), progress)
-    t_loop = time.perf_counter()
-    trained_steps = 0
+    def host_states():
+        return pop.gather(parts)
+
+    chunk, every = default_chunk(config), int(config.eval_every)
+    bar = _progress(int(config.num_steps), done * every, progress)
+    t_loop, trained = time.perf_counter(), 0
     for e in range(done, num_evals):
-        states, m = evaluate_c(states, hp, data)
-        history["step"][e] = e * config.eval_every
+        outs = pop.run(evaluate, parts, hp, data)
+        parts = [o[0] for o in outs]
+        m = pop.gather([o[1] for o in outs])
+        history["step"][e] = e * every
         for name, value in zip(("valid_mse", "test_mse", "sparsity"), m, strict=True):
-            history[name][e] = np.asarray(value)[:n]
+            history[name][e] = value[:n]
         if e == num_evals - 1:
             break
-        states, losses = train_c(states, hp)
+        outs = pop.run(train, parts, hp)
+        parts = [o[0] for o in outs]
+        losses = pop.gather([o[1] for o in outs])[:n]
         with warnings.catch_warnings():  # all-NaN rows: diverged seeds
             warnings.simplefilter("ignore", RuntimeWarning)
-            history["train_loss"][e + 1] = np.nanmean(np.asarray(losses)[:n], axis=1)
-        trained_steps += int(config.eval_every)
+            history["train_loss"][e + 1] = np.nanmean(losses, axis=1)
+        trained += every
         if bar is not None:
-            solved = reporting.running_solved(
-                history["valid_mse"][: e + 1], history["test_mse"][: e + 1], threshold
-            )[-1]
-            bar.set_postfix(solved=int(solved), diverged=int(np.sum(states.diverged[:n])))
-            bar.update(int(config.eval_every))
+            v, t = history["valid_mse"][: e + 1], history["test_mse"][: e + 1]
+            solved = reporting.running_solved(v, t, run_threshold)[-1]
+            diverged = sum(int(np.sum(np.asarray(p.diverged))) for p in parts)
+            bar.set_postfix(solved=int(solved), diverged=diverged)
+            bar.update(every)
         if (e + 1) % chunk == 0 and e + 1 < num_evals - 1:  # the last one is saved below
-            ckpt.save((e + 1) * config.eval_every, {"states": states, "history": history})
-            lines = reporting.metrics_lines(
-                history, e + 1, threshold, np.asarray(states.diverged_at)[:n]
-            )
-            reporting.atomic_write(os.path.join(workdir, "metrics.jsonl"), lines)
+            snapshot = host_states()
+            ckpt.save((e + 1) * every, {"states": snapshot, "history": history})
+            if len(settings) == 1 and proc.count == 1:
+                lines = reporting.metrics_lines(
+                    history, e + 1, thresholds[0], snapshot.diverged_at[:n]
+                )
+                reporting.atomic_write(os.path.join(workdir, "metrics.jsonl"), lines)
     loop_s = time.perf_counter() - t_loop
     if bar is not None:
         bar.close()
+    final = host_states()
     if done < num_evals:
-        ckpt.save(int(config.num_steps), {"states": states, "history": history})
+        ckpt.save(int(config.num_steps), {"states": final, "history": history})
     ckpt.close()
 
-    diverged = np.asarray(states.diverged)[:n]
-    diverged_at = np.asarray(states.diverged_at)[:n]
-    judgement = metrics_lib.judge_seeds(
-        history["step"],
-        history["valid_mse"],
-        history["test_mse"],
-        history["sparsity"],
-        threshold,
-        diverged,
-    )
-    summary = metrics_lib.summarize(judgement, threshold)
-    task = trainer.task
-    summary.update(
-        model=config.model.name,
-        task=config.task.kind,
-        op=task.op,
-        input_size=task.input_size,
-        interpolation_range=task.interpolation_range,
-        extrapolation_range=task.extrapolation_range,
-        num_steps=int(config.num_steps),
-        first_seed=int(config.first_seed),
-        root_seed=int(config.seed),
-        threshold=float(threshold),
-        wall_time_s=compile_s + loop_s,
-        compile_time_s=compile_s,
-        seed_steps_per_s=(len(seeds) * trained_steps / loop_s) if trained_steps else 0.0,
-    )
-    write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, threshold, summary)
-    return summary
+    part = {
+        "history": history,
+        "diverged": final.diverged[:n],
+        "diverged_at": final.diverged_at[:n],
+        "runs": np.arange(mine.start, mine.stop),
+        "compile_s": compile_s,
+        "loop_s": loop_s,
+        "seed_steps": n * trained,
+    }
+    merged = distributed.gather_parts(workdir, proc, part, len(run_seed))
+    if merged is None:
+        return None
+    return reporting.write_population(
+        workdir, config, settings, thresholds, run_setting, run_seed, merged, num_evals,
+        program.task,
+    )  # fmt: skip
 
 
 def format_summary(summary: dict) -> str:
+    if "settings" in summary:
+        return reporting.combined_markdown(summary["settings"])
     return reporting.summary_markdown(summary)
-
-
-def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, threshold, summary):
-    """metrics.jsonl, seeds.csv, summary.json, summary.md and curves.png (all atomic)."""
-    join = lambda name: os.path.join(workdir, name)
-    reporting.atomic_write(
-        join("metrics.jsonl"), reporting.metrics_lines(history, num_evals, threshold, diverged_at)
-    )
-    reporting.atomic_write(join("seeds.csv"), reporting.seeds_csv(seeds, judgement, diverged_at))
-    reporting.atomic_write(join("summary.json"), reporting.dumps(summary) + "\n")
-    reporting.atomic_write(join("summary.md"), reporting.summary_markdown(summary))
-    reporting.atomic_write(join("curves.png"), reporting.curves_png(history, num_evals, threshold))

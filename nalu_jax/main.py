@@ -25,6 +25,15 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. con
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints and results.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a workdir holding another config.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+_COORDINATOR = flags.DEFINE_string(
+    "coordinator_address", None, "Multi-host: host:port of process 0 (or NALU_JAX_COORDINATOR)."
+)
+_NUM_PROCESSES = flags.DEFINE_integer(
+    "num_processes", None, "Multi-host: number of processes (or NALU_JAX_NUM_PROCESSES)."
+)
+_PROCESS_ID = flags.DEFINE_integer(
+    "process_id", None, "Multi-host: this process's id (or NALU_JAX_PROCESS_ID)."
+)
 
 
 def fail(message: str) -> None:
@@ -44,15 +53,19 @@ def main(argv) -> None:
     if not _WORKDIR.value:
         fail("--workdir is required: the directory for checkpoints and results.")
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+    from nalu_jax import distributed
     from nalu_jax.experiments import get_experiment
 
     try:
+        distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
         experiment = get_experiment(config.get("experiment", "arithmetic"))
         summary = experiment.train_and_evaluate(
             config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )
     except ConfigError as e:
         fail(str(e))
+    if summary is None:  # a non-zero process of a multi-host run: process 0 reports
+        return
     print(experiment.format_summary(summary))
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 

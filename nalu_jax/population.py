@@ -58,30 +58,51 @@ def blocked(fn, block: int, in_axes):
     return run
 
 
-def seed_mesh(devices=None):
-    """A 1-D mesh over the local devices whose one axis, ``"seeds"``, carries the population."""
-    from jax.sharding import Mesh
+class DevicePopulation:
+    """A padded population split into equal, contiguous shares, one per local device.
 
-    return Mesh(np.array(devices if devices is not None else jax.local_devices()), ("seeds",))
-
-
-def sharded(fn, block: int, in_axes, mesh):
-    """``blocked(fn)`` on each device's share of the seeds (``shard_map`` over ``"seeds"``).
-
-    Each device runs whole blocks with the same compiled body, so results do not depend on
-    the number of devices either. The population must be a multiple of ``block × devices``.
+    Every device runs the SAME single-device program on its share (dispatch is asynchronous,
+    so the devices work concurrently). Sharding one program across devices (``shard_map``,
+    ``pmap``) compiles differently from the one-device program and changed the last bits of
+    the training results; this way seed k's numbers do not depend on the device count.
     """
-    from jax.sharding import PartitionSpec as P
 
-    specs = tuple(P("seeds") if ax == 0 else P() for ax in in_axes)
-    return jax.shard_map(
-        blocked(fn, block, in_axes), mesh=mesh, in_specs=specs, out_specs=P("seeds")
-    )
+    def __init__(self, devices=None):
+        self.devices = list(devices if devices is not None else jax.local_devices())
 
+    def split(self, tree) -> list:
+        """``tree`` with a leading population axis → one share per device, on that device."""
+        size = jax.tree.leaves(tree)[0].shape[0]
+        share = size // len(self.devices)
+        if share * len(self.devices) != size:
+            raise ValueError(f"population {size} does not split over {len(self.devices)} devices")
+        return [
+            jax.device_put(jax.tree.map(lambda x, i=i: x[i * share : (i + 1) * share], tree), d)
+            for i, d in enumerate(self.devices)
+        ]
 
-def shard_population(tree, mesh):
-    """Place a population pytree (leading seed axis) across ``mesh``."""
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
+    def replicate(self, tree) -> list:
+        """One copy of ``tree`` per device (shared arguments: hyperparameters, data)."""
+        return [jax.device_put(tree, d) for d in self.devices]
 
-    return jax.device_put(tree, NamedSharding(mesh, P("seeds")))
+    def compile(self, fn, *per_device_args) -> list:
+        """``fn`` (already jitted) lowered and compiled for each device's arguments."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(args):
+            return fn.lower(*args).compile()
+
+        with ThreadPoolExecutor(len(self.devices)) as pool:  # XLA compiles outside the GIL
+            return list(pool.map(one, zip(*per_device_args, strict=True)))
+
+    @staticmethod
+    def run(compiled: list, *per_device_args) -> list:
+        """Dispatch each device's compiled function on its arguments (returns at once)."""
+        return [
+            f(*args) for f, args in zip(compiled, zip(*per_device_args, strict=True), strict=True)
+        ]
+
+    @staticmethod
+    def gather(parts: list):
+        """Device shares → one host (numpy) tree in population order."""
+        return jax.tree.map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *parts)

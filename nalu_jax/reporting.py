@@ -182,3 +182,82 @@ def curves_png(history: dict, num_evals: int, threshold: float) -> bytes:
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     return buf.getvalue()
+
+
+def write_population(workdir, config, settings, thresholds, run_setting, run_seed, merged,
+                     num_evals, task):  # fmt: skip
+    """Judge every run against its setting's threshold and write each setting's outputs.
+
+    One setting: the files go in ``workdir`` and its summary is returned. A sweep: each
+    setting's files go in ``workdir/settings/NNN`` and ``workdir`` gets the combined
+    ``summary.json`` / ``summary.md``; returns ``{"settings": [summary, …]}``.
+    """
+    history = merged["history"]
+    loop_s = merged["loop_s"]
+    summaries = []
+    for h, setting in enumerate(settings):
+        idx = np.flatnonzero(run_setting == h)
+        hist = {k: (v if k == "step" else v[:, idx]) for k, v in history.items()}
+        threshold = float(thresholds[h])
+        judgement = metrics_lib.judge_seeds(
+            hist["step"], hist["valid_mse"], hist["test_mse"], hist["sparsity"],
+            threshold, merged["diverged"][idx],
+        )  # fmt: skip
+        summary = metrics_lib.summarize(judgement, threshold)
+        summary.update(
+            model=config.model.name,
+            task=config.task.kind,
+            op=setting.task.op,
+            input_size=setting.task.input_size,
+            interpolation_range=setting.task.interpolation_range,
+            extrapolation_range=setting.task.extrapolation_range,
+            setting=setting.name,
+            setting_values=setting.values,
+            num_steps=int(config.num_steps),
+            first_seed=int(config.first_seed),
+            root_seed=int(config.seed),
+            threshold=threshold,
+            wall_time_s=merged["compile_s"] + loop_s,
+            compile_time_s=merged["compile_s"],
+            seed_steps_per_s=merged["seed_steps"] / loop_s if merged["seed_steps"] else 0.0,
+        )
+        out = workdir if len(settings) == 1 else os.path.join(workdir, "settings", f"{h:03d}")
+        os.makedirs(out, exist_ok=True)
+        write_outputs(out, run_seed[idx], judgement, merged["diverged_at"][idx], hist,
+                      num_evals, threshold, summary)  # fmt: skip
+        summaries.append(summary)
+    if len(settings) == 1:
+        return summaries[0]
+    atomic_write(os.path.join(workdir, "summary.json"), dumps({"settings": summaries}) + "\n")
+    atomic_write(os.path.join(workdir, "summary.md"), combined_markdown(summaries))
+    return {"settings": summaries}
+
+
+def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, threshold, summary):
+    """metrics.jsonl, seeds.csv, summary.json, summary.md and curves.png (all atomic)."""
+    join = lambda name: os.path.join(workdir, name)
+    atomic_write(join("metrics.jsonl"), metrics_lines(history, num_evals, threshold, diverged_at))
+    atomic_write(join("seeds.csv"), seeds_csv(seeds, judgement, diverged_at))
+    atomic_write(join("summary.json"), dumps(summary) + "\n")
+    atomic_write(join("summary.md"), summary_markdown(summary))
+    atomic_write(join("curves.png"), curves_png(history, num_evals, threshold))
+
+
+def combined_markdown(summaries: list) -> str:
+    """One row per sweep setting: success rate with its interval, solved-at, sparsity."""
+    head = "| # | setting | success | 95% CI | solved at (median) | sparsity (mean) | diverged |"
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for h, s in enumerate(summaries):
+        lo, hi = s["success_interval"]
+        lines.append(
+            f"| {h:03d} | {s['setting']} | {s['solved']}/{s['num_seeds']} "
+            f"({_fmt(s['success_rate'], True)}) | [{_fmt(lo, True)}, {_fmt(hi, True)}] | "
+            f"{_fmt(s['solved_at_median'])} | {_fmt(s['sparsity_error_mean'])} | {s['diverged']} |"
+        )
+    s0 = summaries[0]
+    lines.append(
+        f"\nmodel {s0['model']}, {s0['task']} / {s0['op']}, {s0['num_steps']} steps; "
+        f"{s0['seed_steps_per_s']:,.0f} seed-steps/s over all settings. Per-setting files: "
+        "settings/NNN/.\n"
+    )
+    return "\n".join(lines)

@@ -48,6 +48,10 @@ class HParams:
     lambda_z: Any
     beta_start: Any  # NPU L1 β at t = 0
     beta_end: Any
+    # The task's ranges as traced leaves ((lo, hi) or ((lo1, hi1), (lo2, hi2))), so that range
+    # pairs of one shape can be swept in one program; None: the task's own (static) ranges.
+    interpolation_range: Any = None
+    extrapolation_range: Any = None
 
 
 @struct.dataclass
@@ -92,6 +96,10 @@ def seed_keys(root_seed: int, seed_numbers):
     return jax.vmap(lambda k: jax.random.fold_in(root, k))(jnp.asarray(seed_numbers, jnp.uint32))
 
 
+def _or(value, default):
+    return default if value is None else value
+
+
 def _tree_where(cond, a, b):
     return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
 
@@ -122,20 +130,39 @@ TEST_KEY = 0x5EED_0002
 
 
 def evaluation_inputs(task, size: int) -> dict:
-    """The fixed validation (interpolation) and test (extrapolation) sets.
+    """The fixed validation (interpolation) and test (extrapolation) sets, range-free.
 
-    ``valid``/``test``: inputs ``[size, n]``; ``valid_sums``/``test_sums``: their subset sums
-    at every possible offset ``[size, max_offset + 1, K]``, so that a seed's targets are a
-    gather rather than ``size × n`` work per seed and evaluation.
+    For each set: ``u`` ``[size, n]`` uniform draws in [0, 1), ``c`` the interval choice (0/1,
+    two-interval ranges only), and their subset sums at every offset ``usums``/``csums``
+    ``[size, max_offset + 1, K]``. A run rebuilds its inputs as lo₁ + (lo₂ − lo₁)·c + w·u and
+    their subset sums likewise (``range_inputs``), so every seed and every range setting of a
+    sweep is judged on the same draws, and a seed's targets cost a gather, not size × n work.
     """
-    shape = (size, task.input_size)
-    data = {
-        "valid": task_lib.sample_inputs(jax.random.key(VALID_KEY), shape, task.interpolation_range),
-        "test": task_lib.sample_inputs(jax.random.key(TEST_KEY), shape, task.extrapolation_range),
-    }
-    for name in ("valid", "test"):
-        data[f"{name}_sums"] = offset_subset_sums(task, data[name])
+    data = {}
+    ranges = (
+        ("valid", VALID_KEY, task.interpolation_range),
+        ("test", TEST_KEY, task.extrapolation_range),
+    )
+    for name, seed, rng in ranges:
+        ku, kc = jax.random.split(jax.random.key(seed))
+        u = jax.random.uniform(ku, (size, task.input_size), jnp.float32)
+        data[f"{name}_u"], data[f"{name}_usums"] = u, offset_subset_sums(task, u)
+        if task_lib.arithmetic.is_two_interval(rng):
+            c = jax.random.bernoulli(kc, 0.5, u.shape).astype(jnp.float32)
+            data[f"{name}_c"], data[f"{name}_csums"] = c, offset_subset_sums(task, c)
     return data
+
+
+def range_inputs(task, data: dict, name: str, rng, offset):
+    """``(x [size, n], subset sums [size, K])`` of set ``name`` for range ``rng`` and ``offset``."""
+    lo1, lo2, width = task_lib.arithmetic.range_parts(rng)
+    sizes = jnp.asarray(task.subset_sizes, jnp.float32)
+    x = lo1 + width * data[f"{name}_u"]
+    sums = sizes * lo1 + width * jnp.take(data[f"{name}_usums"], offset, axis=1)
+    if f"{name}_c" in data:
+        x = x + (lo2 - lo1) * data[f"{name}_c"]
+        sums = sums + (lo2 - lo1) * jnp.take(data[f"{name}_csums"], offset, axis=1)
+    return x, sums
 
 
 def offset_subset_sums(task, x) -> jax.Array:
@@ -176,7 +203,8 @@ def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, e
       unit_names: the units it is built from (for ``build_hparams``, iNALU and sNMU handling).
       input_shape: one sample's shape: ``(n,)``, or ``(T, n)`` for sequences.
       target_fn: ``(x [batch, *input_shape], masks [K, n]) -> [batch]`` targets.
-      eval_data: ``{"valid": x, "test": x}`` fixed evaluation inputs shared by all seeds.
+      eval_data: fixed evaluation sets shared by all seeds: ``evaluation_inputs(...)``, or
+        ``{"valid": x, "test": x}`` inputs whose targets ``target_fn`` gives.
     """
     graphdef, _ = split_model(factory)
     hparams = build_hparams(config, unit_names)
@@ -249,7 +277,8 @@ def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, e
         step_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
         data_key, noise_key = jax.random.split(step_key)
         masks = task_lib.subset_masks(task, state.offset)
-        x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), interp, sampler=sampler)
+        rng = interp if hp.interpolation_range is None else hp.interpolation_range
+        x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), rng, sampler=sampler)
         t = target_fn(x, masks)
         (loss, mse), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             state.params, hp, x, t, state.step, state.last_valid_mse,
@@ -283,16 +312,19 @@ def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, e
 
     def evaluate(state: TrainState, hp: HParams, data: dict):
         """Interpolation/extrapolation MSE on the fixed sets and the sparsity error."""
-        del hp
         model = nnx.merge(graphdef, state.params)
         masks = task_lib.subset_masks(task, state.offset)
+        ranges = {
+            "valid": _or(hp.interpolation_range, task.interpolation_range),
+            "test": _or(hp.extrapolation_range, task.extrapolation_range),
+        }
 
         def mse(name):
-            x = data[name]
-            if f"{name}_sums" in data:  # precomputed for every offset: gather this seed's
-                sums = jnp.take(data[f"{name}_sums"], state.offset, axis=1)
+            if f"{name}_u" in data:  # range-free draws (``evaluation_inputs``)
+                x, sums = range_inputs(task, data, name, ranges[name], state.offset)
                 t = task_lib.target_from_sums(task.op, sums)
             else:
+                x = data[name]
                 t = target_fn(x, masks)
             return jnp.mean((model(x)[:, 0] - t) ** 2)
 

@@ -203,6 +203,20 @@ def subset_masks(task: ArithmeticTask, offset) -> jax.Array:
     return ((idx >= starts) & (idx < ends)).astype(jnp.float32)
 
 
+def is_two_interval(rng) -> bool:
+    """Whether ``rng`` is ``((lo1, hi1), (lo2, hi2))`` rather than ``(lo, hi)``."""
+    return isinstance(rng[0], (tuple, list)) or np.ndim(rng[0]) > 0
+
+
+def range_parts(rng):
+    """``(lo1, lo2, width)`` of either range form (a single range has lo2 = lo1)."""
+    if is_two_interval(rng):
+        (lo1, hi1), (lo2, _) = rng
+        return lo1, lo2, hi1 - lo1
+    lo, hi = rng
+    return lo, lo, hi - lo
+
+
 def sample_inputs(key, shape, rng, *, sampler: str = "threefry") -> jax.Array:
     """i.i.d. inputs ``[*shape]`` float32 from ``rng``: ``(lo, hi)`` or two equal-width intervals.
 
@@ -212,7 +226,7 @@ def sample_inputs(key, shape, rng, *, sampler: str = "threefry") -> jax.Array:
     (``jax.random.uniform``) or the cheaper "hash" stream of ``nalu_jax.rng``.
     """
     shape = tuple(shape)
-    if not isinstance(rng[0], (tuple, list)) and np.ndim(rng[0]) == 0:
+    if not is_two_interval(rng):
         lo, hi = (jnp.asarray(v, jnp.float32) for v in rng)
         return rng_lib.uniform(key, shape, lo, hi, sampler=sampler)
     (lo1, hi1), (lo2, _) = ((jnp.asarray(v, jnp.float32) for v in r) for r in rng)
