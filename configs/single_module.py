@@ -11,13 +11,12 @@ Variants (comma-separated in the config string):
   steps=N      iteration budget (default 50,000)
   smoke        a tiny run (4 seeds, 2,000 steps) for tests and CI
 
-NAU/NMU use the regulariser ramp 20,000 → 35,000 (λ̂ 0.01 for NAU, 10 for NMU); NPU/RealNPU
-train with lr 5e-3 (set automatically when ``train.lr`` is None).
+NAU/NMU use the regulariser ramp 20,000 → 35,000 with λ̂ from
+``nalu_jax.tasks.single_module.SINGLE_UNIT_REG_SCALE`` (0.01 for NAU, 10 for NMU) while
+``train.reg_scale`` is None; NPU/RealNPU train with lr 5e-3 while ``train.lr`` is None.
 """
 
 from nalu_jax.config_utils import base_config, parse_config_arg
-
-_REG = {"nau": 0.01, "nmu": 10.0, "snmu": 10.0, "nac_mul_nmu": 10.0, "nru": 0.01, "nmru": 10.0}
 
 
 def get_config(arg=None):
@@ -36,7 +35,6 @@ def get_config(arg=None):
     c.model.single_unit = True
     c.num_seeds = v["seeds"]
     c.num_steps = v["steps"]
-    c.train.reg_scale = _REG.get(v["model"], 0.0)
     c.train.reg_start = 20_000.0
     c.train.reg_end = 35_000.0
     if v["smoke"]:

@@ -137,7 +137,8 @@ def build_hparams(config, names):
 
     tr = config.train
     spec = MODELS.get(config.model.name) if not config.model.single_unit else None
-    reg_scale = tr.reg_scale if tr.reg_scale is not None else (spec.reg_scale if spec else 0.0)
+    default_scale = spec.reg_scale if spec else sm.SINGLE_UNIT_REG_SCALE.get(config.model.name, 0.0)
+    reg_scale = tr.reg_scale if tr.reg_scale is not None else default_scale
     reg_start = tr.reg_start if tr.reg_start is not None else (spec.reg_start if spec else 0.0)
     reg_end = tr.reg_end if tr.reg_end is not None else (spec.reg_end if spec else 1.0)
     if reg_end < reg_start:

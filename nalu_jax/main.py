@@ -9,16 +9,16 @@ A mistake in the config or flags prints one sentence and exits with status 2.
 from __future__ import annotations
 
 import os
-import sys
 
 from nalu_jax.hostenv import configure_host_devices
 
 configure_host_devices()  # before JAX starts: one CPU device per core (seeds are sharded)
 
-import ml_collections
-from absl import app, flags, logging
+from absl import flags, logging
 from ml_collections import config_flags
 
+from nalu_jax import cli
+from nalu_jax.cli import fail, loaded_config
 from nalu_jax.config_utils import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. configs/x.py:args.")
@@ -36,20 +36,10 @@ _PROCESS_ID = flags.DEFINE_integer(
 )
 
 
-def fail(message: str) -> None:
-    print(f"nalu_jax: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
 def main(argv) -> None:
     if len(argv) > 1:
         fail(f"unexpected positional arguments {argv[1:]}; settings go in --config.* flags.")
-    config = _CONFIG.value
-    if config is None:
-        fail("--config is required, e.g. --config=configs/arithmetic.py:model=nmu,op=mul.")
-    if not isinstance(config, ml_collections.ConfigDict):  # ml-collections' stand-in on failure
-        path = flags.FLAGS["config"].config_filename
-        fail(f"--config file {path!r} could not be loaded: it does not exist or is not readable.")
+    config = loaded_config(_CONFIG)
     if not _WORKDIR.value:
         fail("--workdir is required: the directory for checkpoints and results.")
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
@@ -71,32 +61,8 @@ def main(argv) -> None:
 
 
 def run() -> None:
-    """Console-script entry (``nalu-jax``); config-file errors also exit with status 2."""
-    try:
-        app.run(main, flags_parser=_parse_flags)
-    except ConfigError as e:  # pragma: no cover - raised inside flag parsing
-        fail(str(e))
-
-
-def _flag_error_sentence(message: str) -> str:
-    """ml-collections wraps errors raised by ``get_config`` in a formatted traceback."""
-    marker = f"{ConfigError.__name__}: "
-    if marker in message:
-        return message.rsplit(marker, 1)[1].strip().splitlines()[0]
-    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    return lines[-1] if "Traceback" in message else " ".join(lines)
-
-
-def _parse_flags(argv):
-    try:
-        return flags.FLAGS(argv)
-    except flags.Error as e:
-        fail(_flag_error_sentence(str(e)))
-    except (AttributeError, KeyError) as e:  # an override naming a field the config lacks
-        hint = " ".join(str(e).replace("\\n", "\n").replace("\\'", "").split())
-        fail(f"a --config.FIELD override names no field of the config ({hint.strip(chr(39))}).")
-    except ConfigError as e:
-        fail(str(e))
+    """Console-script entry (``nalu-jax``)."""
+    cli.run(main)
 
 
 if __name__ == "__main__":

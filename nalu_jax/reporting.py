@@ -255,9 +255,9 @@ def combined_markdown(summaries: list) -> str:
             f"{_fmt(s['solved_at_median'])} | {_fmt(s['sparsity_error_mean'])} | {s['diverged']} |"
         )
     s0 = summaries[0]
+    models = ", ".join(dict.fromkeys(s["model"] for s in summaries))
     lines.append(
-        f"\nmodel {s0['model']}, {s0['task']} / {s0['op']}, {s0['num_steps']} steps; "
-        f"{s0['seed_steps_per_s']:,.0f} seed-steps/s over all settings. Per-setting files: "
-        "settings/NNN/.\n"
+        f"\nmodel {models}; {s0['task']} / {s0['op']}; {s0['num_steps']} steps; "
+        "Wilson 95% intervals.\n"
     )
     return "\n".join(lines)

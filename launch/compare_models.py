@@ -1,0 +1,66 @@
+"""Several models on one task, each a many-seed run, and one comparison table.
+
+    python launch/compare_models.py --config=configs/single_module.py:op=mul,steps=20000 \
+        --models=nmu,nac_mul,nalu --workdir=runs/quickstart
+
+Models change shapes, so each model is its own compiled program (seeds, and any
+``config.sweep``, are vmap axes within it). Every model gets ``WORKDIR/MODEL`` with the
+usual outputs (and resumes there); ``WORKDIR/comparison.md`` holds the combined table.
+Flags as for ``nalu_jax.main`` (``--config.FIELD=VALUE`` overrides apply to every model).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from nalu_jax.hostenv import configure_host_devices  # noqa: E402
+
+configure_host_devices()
+
+from absl import flags, logging  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+from nalu_jax import cli, reporting  # noqa: E402
+from nalu_jax.cli import fail, loaded_config  # noqa: E402
+from nalu_jax.config_utils import ConfigError  # noqa: E402
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with variant string.")
+_MODELS = flags.DEFINE_list("models", None, "Model names to compare, e.g. nmu,nac_mul,nalu.")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Parent directory: one subdirectory per model.")
+_PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per model.")
+
+
+def main(argv) -> None:
+    if len(argv) > 1:
+        fail(f"unexpected positional arguments {argv[1:]}.")
+    base = loaded_config(_CONFIG)
+    if not _MODELS.value or not _WORKDIR.value:
+        fail("--models and --workdir are required, e.g. --models=nmu,nac_mul --workdir=runs/x.")
+    logging.set_verbosity(logging.WARNING)
+    from nalu_jax.engine import train_and_evaluate
+
+    rows = []
+    for model in _MODELS.value:
+        config = base.copy_and_resolve_references()
+        config.model.name = model  # λ̂, lr and other per-model defaults resolve from the name
+        print(f"== {model}", flush=True)
+        try:
+            summary = train_and_evaluate(
+                config, os.path.join(_WORKDIR.value, model), progress=_PROGRESS.value
+            )
+        except ConfigError as e:
+            fail(str(e))
+        rows.extend(summary["settings"] if "settings" in summary else [summary])
+        for r in rows[-len(summary.get("settings", [summary])) :]:
+            r["setting"] = f"{model} {r.get('setting') or ''}".strip()
+    table = reporting.combined_markdown(rows)
+    reporting.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
+    print(table)
+    print(f"results in {os.path.abspath(_WORKDIR.value)}")
+
+
+if __name__ == "__main__":
+    cli.run(main)
