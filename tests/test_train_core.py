@@ -1,0 +1,96 @@
+"""The training core's schedules, update and per-seed mechanics, against hand computation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import load_config, tiny
+
+from nalu_jax.population import blocked
+from nalu_jax.train import HParams, make_train, npu_beta, reg_schedule, seed_keys
+
+
+def hp(**kw):
+    base = dict(lr=1e-3, reg_scale=1.0, reg_start=1e4, reg_end=2e4, lambda_z=0.0,
+                beta_start=1e-7, beta_end=1e-5)  # fmt: skip
+    base.update(kw)
+    return HParams(**{k: jnp.float32(v) for k, v in base.items()})
+
+
+@pytest.mark.parametrize(
+    "step, expected", [(0, 0.0), (10_000, 0.0), (15_000, 0.5), (20_000, 1.0), (90_000, 1.0)]
+)
+def test_linear_regulariser_ramp(step, expected):
+    value = jax.jit(lambda t: reg_schedule(t, hp(), "linear"))(jnp.int32(step))
+    assert float(value) == pytest.approx(expected, abs=1e-6)
+
+
+def test_exponential_regulariser_ramp():
+    value = jax.jit(lambda t: reg_schedule(t, hp(), "exp"))(jnp.int32(50_000))
+    assert float(value) == pytest.approx(1 - np.exp(-0.5), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "start, end, step, expected",
+    [
+        (1e-7, 1e-5, 0, 1e-7),
+        (1e-7, 1e-5, 9_999, 1e-7),
+        (1e-7, 1e-5, 10_000, 1e-6),
+        (1e-7, 1e-5, 20_000, 1e-5),
+        (1e-7, 1e-5, 70_000, 1e-5),  # never beyond β_end once reached
+        (1e-9, 1e-7, 25_000, 1e-7),
+        (1e-7, 5e-6, 40_000, 1e-5),  # multiplied while below β_end: 1e-6 < 5e-6 → 1e-5
+    ],
+)
+def test_npu_beta_schedule(start, end, step, expected):
+    value = jax.jit(lambda t: npu_beta(t, hp(beta_start=start, beta_end=end)))(jnp.int32(step))
+    assert float(value) == pytest.approx(expected, rel=1e-5)
+
+
+def one_step(config, w0):
+    """One update of a single NAU from ``w0``; the new weights (2 seeds, both from ``w0``)."""
+    trainer = make_train(config)
+    states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
+    w = jnp.broadcast_to(jnp.asarray(w0, jnp.float32), (2, 2, 1))
+    states.params["layers"][0]["w"][...] = w
+    states, _ = jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(states, trainer.hparams)
+    return np.asarray(states.params["layers"][0]["w"][...])
+
+
+def nau_add_config(lr):
+    config = tiny(load_config("single_module", "op=add,model=nau"))
+    config.eval_every = 1
+    config.num_steps = 1
+    config.train.lr = lr
+    return config
+
+
+def test_first_adam_step_moves_each_weight_by_lr_towards_the_sum():
+    # y = 0.5·(x1 + x2) undershoots t = x1 + x2 for x > 0, so dL/dW < 0 for both weights;
+    # Adam's first step is lr·m̂/(√v̂ + ε) = lr·g/(|g| + ε) ≈ lr·sign(g): W → 0.5 + lr.
+    w = one_step(nau_add_config(1e-3), [[0.5], [0.5]])
+    np.testing.assert_allclose(w, 0.501, atol=1e-6)
+
+
+def test_projection_clamps_after_the_update():
+    w = one_step(nau_add_config(1e-2), [[0.995], [0.995]])  # 0.995 + 0.01 → clamp to 1
+    assert np.all(w == 1.0)
+
+
+def test_inalu_reinitialises_stalled_seeds_per_seed():
+    # Large-range multiplication with a tiny learning rate: the loss stays far above 1 and
+    # flat, so after 5,000 stored losses the stall test fires and the seed is redrawn.
+    config = tiny(load_config("single_module", "op=mul,model=inalu,range=9"), seeds=2)
+    config.train.lr = 1e-7
+    config.eval_every = 500
+    trainer = make_train(config)
+    states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
+    before = np.asarray(states.params["layers"][0]["w_hat_a"][...])
+    train = jax.jit(blocked(trainer.train, 2, (0, None)))
+    for _ in range(11):  # 5,500 steps: the first test after 5,000 losses is at step 5,010
+        states, _ = train(states, trainer.hparams)
+    assert np.all(np.asarray(states.reinits) >= 1)
+    assert np.all(np.asarray(states.hist_count) < 5_000)  # the store was cleared
+    after = np.asarray(states.params["layers"][0]["w_hat_a"][...])
+    assert not np.allclose(after, before, atol=1e-3)  # redrawn, not merely nudged
+    assert not np.allclose(after[0], after[1])  # each seed draws its own parameters
