@@ -13,6 +13,8 @@ from nalu_jax.config_utils import ConfigError
 
 EXPERIMENTS: dict[str, str] = {
     "arithmetic": "nalu_jax.engine",  # static arithmetic task and single-module benchmark
+    "sequential_mnist": "nalu_jax.sequential_mnist",
+    "number_translation": "nalu_jax.number_translation",
     "identity": "nalu_jax.identity",  # identity-extrapolation failure of MLPs (tasks.md §6)
 }
 

@@ -1,0 +1,52 @@
+"""Identity-extrapolation experiment: end to end, and the failure it exists to show."""
+
+import csv
+import json
+
+import pytest
+from conftest import load_config
+
+from nalu_jax.config_utils import ConfigError
+from nalu_jax.experiments import get_experiment
+from nalu_jax.identity import train_and_evaluate
+
+
+def test_smoke_config_writes_every_output(tmp_path):
+    config = load_config("identity", "smoke")
+    experiment = get_experiment(config.experiment)
+    summary = experiment.train_and_evaluate(config, str(tmp_path), progress=False)
+    names = list(config.identity.activations)
+    rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
+    assert [(r["activation"], r["seed"]) for r in rows] == [(a, s) for a in names for s in "01"]
+    errors = list(csv.DictReader(open(tmp_path / "errors.csv")))
+    assert len(errors) == len(names) * config.identity.grid_size
+    assert sorted(json.load(open(tmp_path / "summary.json"))["activations"]) == sorted(names)
+    table = open(tmp_path / "summary.md").read()
+    assert table == experiment.format_summary(summary)
+    assert all(f"| {a} |" in table for a in names)
+    assert open(tmp_path / "curves.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert json.load(open(tmp_path / "config.json"))["experiment"] == "identity"
+
+
+def test_linear_extrapolates_and_saturating_activations_do_not(tmp_path):
+    config = load_config("identity", "seeds=3,steps=2000")
+    config.seed_block = 3
+    config.train.lr = 1e-2
+    config.identity.activations = ("linear", "relu6", "sigmoid", "tanh")
+    acts = train_and_evaluate(config, str(tmp_path), progress=False)["activations"]
+    assert acts["linear"]["mae_outside"]["mean"] < 1e-2
+    for name in ("relu6", "sigmoid", "tanh"):
+        inside, outside = acts[name]["mae_inside"]["mean"], acts[name]["mae_outside"]["mean"]
+        assert inside < 0.1 and outside > 50 * inside, (name, inside, outside)
+        assert acts[name]["diverged"] == 0
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("activations", ("relu", "nope")), ("hidden_layers", (8, 0)), ("train_range", (5.0, -5.0))],
+)
+def test_bad_values_are_config_errors(tmp_path, field, value):
+    config = load_config("identity", "smoke")
+    config.identity[field] = value
+    with pytest.raises(ConfigError, match=f"identity.{field}"):
+        train_and_evaluate(config, str(tmp_path), progress=False)

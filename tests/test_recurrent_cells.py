@@ -1,0 +1,134 @@
+"""Recurrent cells: hand-computed accumulators, every unit as a cell, baselines, jit == eager."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nalu_jax.units import UNITS
+from nalu_jax.units.recurrent import (
+    RECURRENT_BASELINES,
+    ArithmeticCell,
+    BaselineCell,
+    make_cell,
+    unroll,
+)
+
+XS = jax.random.uniform(jax.random.key(0), (3, 5, 2), jnp.float32, 1.0, 2.0)  # [batch, T, in]
+
+
+def jit_unroll(cell, xs, **kwargs):
+    graphdef, params = nnx.split(cell)
+    run = jax.jit(lambda p, x: unroll(nnx.merge(graphdef, p), x, **kwargs))
+    return run(params, xs)
+
+
+def test_nau_cell_accumulates_a_sum():
+    cell = make_cell("nau", 2, 2, rngs=nnx.Rngs(0))
+    # rows: x₁, x₂, h₁, h₂ → h_t = x_t + h_{t−1}
+    cell.unit.w[...] = jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    ys, final, regs = jit_unroll(cell, XS)
+    np.testing.assert_allclose(ys, np.cumsum(np.asarray(XS), axis=1), rtol=1e-6)
+    np.testing.assert_allclose(final, ys[:, -1])
+    assert float(regs["sparse"]) == 0.0  # W is exactly sparse at every step
+
+
+def test_nmu_cell_accumulates_a_product_from_one():
+    cell = make_cell("nmu", 1, 1, rngs=nnx.Rngs(0))
+    cell.unit.w[...] = jnp.ones((2, 1))
+    np.testing.assert_allclose(cell.initial_state(3), np.ones((3, 1)))
+    ys, _, _ = jit_unroll(cell, XS[..., :1])
+    np.testing.assert_allclose(ys[..., 0], np.cumprod(np.asarray(XS[..., 0]), axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("unit", ["nac_mul_nmu", "nac_mul"])
+def test_log_space_nac_cell_accumulates_a_product(unit):
+    cell = make_cell(unit, 1, 1, rngs=nnx.Rngs(0), log_space=True)
+    if unit == "nac_mul_nmu":
+        cell.unit.w[...] = jnp.ones((2, 1))
+    else:  # tanh(20)·σ(20) = 1 − 2e-9: W = 1 to float32 precision
+        cell.unit.w_hat[...] = jnp.full((2, 1), 20.0)
+        cell.unit.m_hat[...] = jnp.full((2, 1), 20.0)
+    np.testing.assert_allclose(cell.initial_state(3), np.zeros((3, 1)))  # log 1
+    ys, final, _ = jit_unroll(cell, XS[..., :1])
+    np.testing.assert_allclose(ys[..., 0], np.cumprod(np.asarray(XS[..., 0]), axis=1), rtol=1e-5)
+    np.testing.assert_allclose(np.exp(final), ys[:, -1], rtol=1e-6)  # the state is log h
+
+
+def test_learnable_initial_state_offsets_the_start():
+    cell = make_cell("nau", 2, 2, rngs=nnx.Rngs(0), learn_initial_state=True)
+    cell.h0[...] = jnp.array([3.0, -1.0])
+    np.testing.assert_allclose(cell.initial_state(2), [[3.0, -1.0]] * 2)
+    lstm = make_cell("lstm", 2, 2, rngs=nnx.Rngs(0), learn_initial_state=True)
+    c, h = lstm.initial_state(4)
+    assert c.shape == h.shape == (4, 2)
+
+
+def test_regularizers_are_time_averages():
+    cell = make_cell("nau", 2, 2, rngs=nnx.Rngs(0))
+    _, _, regs = unroll(cell, XS)
+    state, per_step = cell.initial_state(3), []
+    for t in range(XS.shape[1]):
+        per_step.append(cell.regularizers(state, XS[:, t])["z"])
+        state, _ = cell(state, XS[:, t])
+    np.testing.assert_allclose(regs["z"], np.mean(per_step), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_every_unit_works_as_a_cell(name):
+    cell = make_cell(name, 2, 2, rngs=nnx.Rngs(1), learn_initial_state=True)
+    assert isinstance(cell, ArithmeticCell)
+    ys, _, regs = unroll(cell, XS, training=True, key=jax.random.key(2))
+    assert ys.shape == (3, 5, 2) and bool(jnp.all(jnp.isfinite(ys)))
+    assert all(np.isfinite(float(v)) for v in regs.values())
+    cell.project()
+    assert np.ndim(cell.sparsity_error()) == 0
+
+
+@pytest.mark.parametrize("kind", RECURRENT_BASELINES)
+def test_baselines_shape_and_finite_gradients(kind):
+    cell = make_cell(kind, 2, 3, rngs=nnx.Rngs(0), learn_initial_state=True)
+    assert isinstance(cell, BaselineCell)
+    graphdef, params = nnx.split(cell)
+
+    def loss(p):
+        ys, _, regs = unroll(nnx.merge(graphdef, p), XS)
+        assert regs == {}
+        return jnp.sum(ys**2)
+
+    grads = jax.jit(jax.grad(loss))(params)
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
+    ys, final, _ = unroll(cell, XS)
+    assert ys.shape == (3, 5, 3)
+    if kind == "lstm":
+        assert isinstance(final, tuple) and final[1].shape == (3, 3)
+    assert np.isnan(float(cell.sparsity_error()))
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [("nau", {}), ("nac_mul", {"log_space": True}), ("snmu", {}), ("gru", {})],
+)
+def test_jit_equals_eager(name, options):
+    cell = make_cell(name, 2, 2, rngs=nnx.Rngs(3), learn_initial_state=True, **options)
+    key = jax.random.key(4)
+    eager = unroll(cell, XS, training=True, key=key)
+    jitted = jit_unroll(cell, XS, training=True, key=key)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), eager, jitted)
+
+
+def test_per_step_keys_differ_and_are_reproducible():
+    cell = make_cell("snmu", 2, 1, rngs=nnx.Rngs(0))
+    a = unroll(cell, XS, training=True, key=jax.random.key(5))[0]
+    b = unroll(cell, XS, training=True, key=jax.random.key(5))[0]
+    c = unroll(cell, XS, training=True, key=jax.random.key(6))[0]
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_bad_names_raise():
+    with pytest.raises(ValueError, match="cell"):
+        make_cell("lstmm", 2, 2, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match="log_space"):
+        make_cell("nau", 2, 2, rngs=nnx.Rngs(0), log_space=True)

@@ -1,0 +1,107 @@
+"""The recurrent arithmetic task: data, threshold, engine run end to end, and learning."""
+
+import csv
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import load_config
+from flax import nnx
+
+from nalu_jax import recurrent
+from nalu_jax.config_utils import ConfigError, build_task
+from nalu_jax.engine import train_and_evaluate
+from nalu_jax.tasks import ArithmeticTask, subset_masks, success_threshold
+from nalu_jax.train import seed_keys
+
+
+def test_target_is_the_op_on_time_summed_subsets():
+    task = ArithmeticTask("mul", input_size=4, subset_ratio=0.5, overlap_ratio=0.5)
+    masks = subset_masks(task, 1)  # subsets {1, 2} and {2, 3}
+    xs = jnp.array([[[1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0, 40.0]]])  # [batch 1, T 2, n 4]
+    a = (2 + 3) + (20 + 30)
+    b = (3 + 4) + (30 + 40)
+    got = jax.jit(recurrent.sequence_target, static_argnums=0)("mul", xs, masks)
+    np.testing.assert_allclose(got, [a * b])
+    np.testing.assert_allclose(recurrent.sequence_target("sub", xs, masks), [a - b])
+
+
+def test_training_batches_are_sequences_with_their_targets():
+    config = load_config("recurrent", "smoke")
+    trainer = recurrent.make_train(config)
+    assert trainer.eval_data["valid"].shape == (100, 10, 10)
+    assert trainer.eval_data["test"].shape == (100, config.task.test_length, 10)
+    assert float(trainer.eval_data["test"].min()) >= 2.0  # extrapolation range U[2, 6)
+    state = trainer.init(seed_keys(0, [0])[0])
+    model = nnx.merge(trainer.graphdef, state.params)
+    assert model(trainer.eval_data["valid"]).shape == (100, 1)
+    assert model.readout.__class__.__name__ == "NAU"  # op add → NAU readout
+
+
+def test_threshold_is_positive_finite_and_larger_for_mul():
+    task = lambda op: ArithmeticTask(op, input_size=10)
+    add = recurrent.recurrent_threshold(task("add"), 50, num_samples=2000)
+    mul = recurrent.recurrent_threshold(task("mul"), 50, num_samples=2000)
+    assert 0 < add < mul < np.inf
+    # A length-1 "sequence" is the static task's construction (other draws: ~equal values).
+    one = recurrent.recurrent_threshold(task("add"), 1, num_samples=2000)
+    assert one == pytest.approx(success_threshold(task("add"), num_samples=2000), rel=0.1)
+    again = recurrent.recurrent_threshold(task("add"), 50, num_samples=2000)
+    assert again == add  # cached
+
+
+def test_smoke_config_runs_through_the_engine(tmp_path):
+    summary = train_and_evaluate(load_config("recurrent", "smoke"), str(tmp_path), progress=False)
+    assert summary["task"] == "recurrent" and summary["num_seeds"] == 2
+    assert summary["threshold"] > 0
+    rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
+    assert [r["seed"] for r in rows] == ["0", "1"]
+    assert json.load(open(tmp_path / "summary.json"))["model"] == "nau"
+    assert os.path.exists(tmp_path / "curves.png")
+
+
+@pytest.mark.parametrize("model", ["lstm", "nac_mul"])
+def test_baseline_and_log_space_cells_build(model):
+    config = load_config("recurrent", f"model={model},op=mul,smoke")
+    trainer = recurrent.make_train(config)
+    state = trainer.init(seed_keys(0, [0])[0])
+    y = nnx.merge(trainer.graphdef, state.params)(trainer.eval_data["valid"])
+    assert y.shape == (100, 1) and bool(jnp.all(jnp.isfinite(y)))
+
+
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("model.name", "lstmm", "model.name"),
+        ("task.train_length", 0, "task.train_length"),
+        ("task.test_length", -3, "task.test_length"),
+        ("model.readout", "bogus", "model.readout"),
+    ],
+)
+def test_bad_config_values_are_config_errors(field, value, match):
+    config = load_config("recurrent", "smoke")
+    section, name = field.split(".")
+    config[section][name] = value
+    with pytest.raises(ConfigError, match=match):
+        recurrent.make_train(config)
+
+
+def test_nau_cell_learns_the_sum_and_extrapolates_to_length_1000(tmp_path):
+    # One accumulator (hidden 1) over 4 inputs, two single-input subsets and 2 irrelevant ones:
+    # small enough to converge in 5,000 steps. The spec's hidden-2, 10-input model needs far
+    # longer budgets (see nalu_jax/recurrent.py).
+    config = load_config("recurrent", "model=nau,op=add,seeds=4")
+    config.seed_block = 4
+    config.num_steps, config.eval_every, config.checkpoint_every = 5000, 100, 5000
+    config.eval_size, config.task.threshold_samples = 100, 5000
+    config.task.input_size, config.task.overlap_ratio = 4, 0.0
+    config.model.hidden_size = 1
+    config.train.lr = 1e-2
+    config.train.reg_scale, config.train.reg_schedule = 1.0, "linear"
+    config.train.reg_start, config.train.reg_end = 1000.0, 3000.0
+    assert build_task(config).subset_size == 1
+    summary = train_and_evaluate(config, str(tmp_path), progress=False)
+    assert summary["solved"] >= 3, summary
