@@ -24,28 +24,28 @@ def _tuples(value):
     return value
 
 
-def _positive_int(name, value, minimum=1):
+def positive_int(name, value, minimum=1):
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}.")
 
 
 def validate_run(config) -> None:
     """Top-level run fields: seeds, step budget, evaluation interval, sizes."""
-    _positive_int("num_seeds", config.num_seeds)
-    _positive_int("first_seed", config.first_seed, 0)
-    _positive_int("seed", config.seed, 0)
-    _positive_int("num_steps", config.num_steps, 0)
-    _positive_int("eval_every", config.eval_every)
+    positive_int("num_seeds", config.num_seeds)
+    positive_int("first_seed", config.first_seed, 0)
+    positive_int("seed", config.seed, 0)
+    positive_int("num_steps", config.num_steps, 0)
+    positive_int("eval_every", config.eval_every)
     if config.num_steps % config.eval_every:
         raise ConfigError(
             f"eval_every must divide num_steps, got eval_every={config.eval_every} "
             f"and num_steps={config.num_steps}."
         )
     if config.checkpoint_every is not None:
-        _positive_int("checkpoint_every", config.checkpoint_every)
-    _positive_int("eval_size", config.eval_size)
-    _positive_int("seed_block", config.seed_block)
-    _positive_int("train.batch_size", config.train.batch_size)
+        positive_int("checkpoint_every", config.checkpoint_every)
+    positive_int("eval_size", config.eval_size)
+    positive_int("seed_block", config.seed_block)
+    positive_int("train.batch_size", config.train.batch_size)
     if config.train.reg_schedule not in ("linear", "exp"):
         raise ConfigError(
             f"train.reg_schedule must be 'linear' or 'exp', got {config.train.reg_schedule!r}."

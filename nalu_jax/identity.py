@@ -32,7 +32,7 @@ from flax import nnx, struct
 
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import reporting
-from nalu_jax.config_utils import ConfigError, _positive_int
+from nalu_jax.config_utils import ConfigError, positive_int
 from nalu_jax.engine import prepare_workdir
 from nalu_jax.models import ArithmeticNetwork, init_params, split_model
 from nalu_jax.population import blocked, pad_seed_numbers
@@ -73,10 +73,10 @@ def validate(config) -> None:
         ("seed_block", config.seed_block),
         ("identity.grid_size", config.identity.grid_size),
     ):
-        _positive_int(name, value)
-    _positive_int("first_seed", config.first_seed, 0)
-    _positive_int("seed", config.seed, 0)
-    _positive_int("train.batch_size", config.train.batch_size)
+        positive_int(name, value)
+    positive_int("first_seed", config.first_seed, 0)
+    positive_int("seed", config.seed, 0)
+    positive_int("train.batch_size", config.train.batch_size)
     if not config.train.lr > 0:
         raise ConfigError(f"train.lr must be a positive number, got {config.train.lr!r}.")
     acts = tuple(config.identity.activations)

@@ -18,7 +18,7 @@ from flax import nnx
 
 from nalu_jax.units import ACTIVATIONS, UNITS, ArithmeticUnit, make_unit
 
-_REG_KEYS = ("sparse", "z", "gate", "l1", "inalu")
+REG_KEYS = ("sparse", "z", "gate", "l1", "inalu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +68,7 @@ class ArithmeticNetwork(nnx.Module):
 
         Returns ``(y [batch, out], {name: scalar})`` with every name of the loss present.
         """
-        regs = {k: jnp.zeros((), jnp.float32) for k in _REG_KEYS}
+        regs = {k: jnp.zeros((), jnp.float32) for k in REG_KEYS}
         keys = (
             jax.random.split(key, len(self.layers))
             if key is not None

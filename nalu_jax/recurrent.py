@@ -33,17 +33,14 @@ lr 1e-2, λ̂ = 1 ramped over steps 1,000–3,000) solves 7/8 in 5,000 steps
 from __future__ import annotations
 
 import functools
-import json
-import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 
 from nalu_jax import tasks as task_lib
-from nalu_jax.config_utils import ConfigError, _positive_int, build_task
-from nalu_jax.models import _REG_KEYS
+from nalu_jax.config_utils import ConfigError, build_task, positive_int
+from nalu_jax.models import REG_KEYS
 from nalu_jax.tasks import thresholds as thr
 from nalu_jax.train import TEST_KEY, VALID_KEY, Trainer, make_trainer
 from nalu_jax.units import ACTIVATIONS, UNITS, make_unit
@@ -62,7 +59,6 @@ AUTO_READOUT = {
     "div": "nmru",
     "root": "real_npu",
 }
-THRESHOLD_CHUNK = 1_000  # sequences per simulation chunk: [chunk, n] per time step
 
 
 class RecurrentNetwork(nnx.Module):
@@ -80,7 +76,7 @@ class RecurrentNetwork(nnx.Module):
         cell_key, out_key = (None, None) if key is None else tuple(jax.random.split(key))
         # Only the last output is needed: the length-1,000 evaluation stays O(batch·hidden).
         h, _, cell_regs = final_output(self.cell, xs, training=training, key=cell_key)
-        regs = {k: cell_regs.get(k, jnp.zeros((), jnp.float32)) for k in _REG_KEYS}
+        regs = {k: cell_regs.get(k, jnp.zeros((), jnp.float32)) for k in REG_KEYS}
         for n, v in self.readout.regularizers(h).items():
             regs[n] = regs[n] + v
         return self.readout(h, training=training, key=out_key), regs
@@ -167,43 +163,28 @@ def _chunk_sq_diff(task, length: int, size: int, key, epsilon):
         return acc + x
 
     summed = jax.lax.fori_loop(0, length, add_step, jnp.zeros((size, task.input_size)))
-    return thr._arithmetic_sq_diff(task, summed, epsilon)
-
-
-_memory_cache: dict[str, float] = {}
+    return thr.arithmetic_sq_diff(task, summed, epsilon)
 
 
 def recurrent_threshold(task, length: int, *, epsilon: float = 1e-5, num_samples: int = 100_000):
-    """Success threshold at sequence ``length`` (see the module doc), cached in memory and on
-    disk (``nalu_jax.tasks.thresholds.cache_path()``)."""
-    static = json.loads(thr._cache_key(task, epsilon, "arithmetic", num_samples))
-    key = json.dumps({"recurrent_length": length, **static}, sort_keys=True)
-    if key in _memory_cache:
-        return _memory_cache[key]
-    cached = thr._read_disk_cache(thr.cache_path()).get(key)
-    if isinstance(cached, float) and math.isfinite(cached):
-        _memory_cache[key] = cached
-        return cached
+    """Success threshold at sequence ``length`` (see the module doc), cached like the static
+    thresholds (``nalu_jax.tasks.thresholds.cached``)."""
+    key = thr.cache_key(task, epsilon, "arithmetic", num_samples, recurrent_length=length)
     root = jax.random.fold_in(jax.random.key(thr.THRESHOLD_KEY_SEED), length)
-    total, done, chunk = 0.0, 0, 0
-    while done < num_samples:
-        size = min(THRESHOLD_CHUNK, num_samples - done)
-        sq = _chunk_sq_diff(task, length, size, jax.random.fold_in(root, chunk), epsilon)
-        total += float(np.sum(np.asarray(sq, np.float64)))
-        done, chunk = done + size, chunk + 1
-    value = total / num_samples
-    _memory_cache[key] = value
-    if math.isfinite(value):
-        thr._write_disk_cache(thr.cache_path(), key, value)
-    return value
+    return thr.cached(
+        key,
+        lambda: thr.simulate_mean(
+            lambda size, k: _chunk_sq_diff(task, length, size, k, epsilon), num_samples, root
+        ),
+    )
 
 
 def make_train(config) -> Trainer:
     """The per-seed ``Trainer`` of a ``task.kind == "recurrent"`` config (see the module doc)."""
     tc = config.task
-    _positive_int("task.train_length", tc.train_length)
-    _positive_int("task.test_length", tc.test_length)
-    _positive_int("task.threshold_samples", tc.threshold_samples)
+    positive_int("task.train_length", tc.train_length)
+    positive_int("task.test_length", tc.test_length)
+    positive_int("task.threshold_samples", tc.threshold_samples)
     task = build_task(config)
     factory, unit_names = build_factory(config, task)
     eps = tc.threshold_epsilon if tc.threshold_epsilon is not None else 1e-5

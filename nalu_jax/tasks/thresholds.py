@@ -78,7 +78,7 @@ def _target_change(op: str, sums, delta):
     return target_from_sums(op, sums + delta) - target_from_sums(op, sums)
 
 
-def _arithmetic_sq_diff(task: ArithmeticTask, x, epsilon):
+def arithmetic_sq_diff(task: ArithmeticTask, x, epsilon):
     """``x [B, n]`` -> ``(f(x @ W^ε) − f(x @ W⁰))² [B]``, ``W^ε − W⁰ = ε·(1 − 2·mask)``."""
     masks = subset_masks(task, 0)
     sums = subset_sums(x, masks)
@@ -107,25 +107,38 @@ def _single_module_sq_diff(task: ArithmeticTask, x, epsilon):
 def _chunk_sq_diff(task: ArithmeticTask, kind: str, size: int, key, epsilon):
     x = sample_inputs(key, (size, task.input_size), task.extrapolation_range)
     if kind == "arithmetic":
-        return _arithmetic_sq_diff(task, x, epsilon)
+        return arithmetic_sq_diff(task, x, epsilon)
     return _single_module_sq_diff(task, x, epsilon)
 
 
-def simulate_threshold(task: ArithmeticTask, *, epsilon: float, kind: str, num_samples: int):
-    """Uncached simulation: the mean squared deviation (Python float)."""
-    root = jax.random.key(THRESHOLD_KEY_SEED)
+def simulate_mean(sq_diff_chunk, num_samples: int, root) -> float:
+    """Mean of ``sq_diff_chunk(size, key) -> [size]`` over ``num_samples`` draws.
+
+    Chunks of ``CHUNK_SIZE`` with keys ``fold_in(root, chunk)``; the sum is taken in float64.
+    """
     total, done, chunk = 0.0, 0, 0
     while done < num_samples:
         size = min(CHUNK_SIZE, num_samples - done)
-        sq = _chunk_sq_diff(task, kind, size, jax.random.fold_in(root, chunk), epsilon)
+        sq = sq_diff_chunk(size, jax.random.fold_in(root, chunk))
         total += float(np.sum(np.asarray(sq, dtype=np.float64)))
         done += size
         chunk += 1
     return total / num_samples
 
 
-def _cache_key(task: ArithmeticTask, epsilon: float, kind: str, num_samples: int) -> str:
+def simulate_threshold(task: ArithmeticTask, *, epsilon: float, kind: str, num_samples: int):
+    """Uncached simulation: the mean squared deviation (Python float)."""
+    return simulate_mean(
+        lambda size, key: _chunk_sq_diff(task, kind, size, key, epsilon),
+        num_samples,
+        jax.random.key(THRESHOLD_KEY_SEED),
+    )
+
+
+def cache_key(task: ArithmeticTask, epsilon: float, kind: str, num_samples: int, **extra) -> str:
+    """The cache key of a threshold; ``extra`` fields distinguish variants (e.g. a length)."""
     fields = {
+        **extra,
         "version": _CACHE_VERSION,
         "op": task.op,
         "n": task.input_size,
@@ -208,15 +221,26 @@ def success_threshold(
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
         raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}.")
 
-    key = _cache_key(task, epsilon, kind, num_samples)
+    return cached(
+        cache_key(task, epsilon, kind, num_samples),
+        lambda: simulate_threshold(task, epsilon=epsilon, kind=kind, num_samples=num_samples),
+    )
+
+
+def cached(key: str, compute) -> float:
+    """``compute()`` once per ``key``: in this process and in the on-disk cache file.
+
+    A missing, corrupt or unwritable cache only means recomputing; non-finite values are
+    not written to disk.
+    """
     if key in _memory_cache:
         return _memory_cache[key]
     path = cache_path()
-    cached = _read_disk_cache(path).get(key)
-    if isinstance(cached, float) and math.isfinite(cached):
-        _memory_cache[key] = cached
-        return cached
-    value = simulate_threshold(task, epsilon=epsilon, kind=kind, num_samples=num_samples)
+    value = _read_disk_cache(path).get(key)
+    if isinstance(value, float) and math.isfinite(value):
+        _memory_cache[key] = value
+        return value
+    value = compute()
     _memory_cache[key] = value
     if math.isfinite(value):
         _write_disk_cache(path, key, value)
