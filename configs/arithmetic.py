@@ -13,7 +13,7 @@ Variants (comma-separated in the config string):
 Any field can also be set on the command line, e.g. ``--config.task.input_size=10``.
 """
 
-from nalu_jax.config_utils import base_config, parse_config_arg
+from nalu_jax.config_utils import base_config, parse_config_arg, smoke
 
 
 def get_config(arg=None):
@@ -29,9 +29,5 @@ def get_config(arg=None):
     c.num_seeds = v["seeds"]
     c.num_steps = v["steps"]
     if v["smoke"]:
-        c.num_seeds = 4
-        c.num_steps = 2_000
-        c.checkpoint_every = 1_000
-        c.eval_size = 1_000
-        c.task.threshold_samples = 100_000
+        smoke(c)
     return c

@@ -16,7 +16,7 @@ NAU/NMU use the regulariser ramp 20,000 → 35,000 with λ̂ from
 ``train.reg_scale`` is None; NPU/RealNPU train with lr 5e-3 while ``train.lr`` is None.
 """
 
-from nalu_jax.config_utils import base_config, parse_config_arg
+from nalu_jax.config_utils import base_config, parse_config_arg, smoke
 
 
 def get_config(arg=None):
@@ -38,9 +38,5 @@ def get_config(arg=None):
     c.train.reg_start = 20_000.0
     c.train.reg_end = 35_000.0
     if v["smoke"]:
-        c.num_seeds = 4
-        c.num_steps = 2_000
-        c.checkpoint_every = 1_000
-        c.eval_size = 1_000
-        c.task.threshold_samples = 100_000
+        smoke(c)
     return c

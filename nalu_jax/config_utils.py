@@ -243,6 +243,16 @@ def base_config():
     return c
 
 
+def smoke(c):
+    """Shrink an engine config to a seconds-long run (4 seeds, 2,000 steps, small sets)."""
+    c.num_seeds = 4
+    c.num_steps = 2_000
+    c.checkpoint_every = 1_000
+    c.eval_size = 1_000
+    c.task.threshold_samples = 100_000
+    return c
+
+
 def parse_config_arg(arg: str | None, defaults: dict, switches=("smoke",)) -> dict:
     """``"model=nmu,op=mul,smoke"`` → ``{"model": "nmu", "op": "mul", "smoke": True}``.
 
