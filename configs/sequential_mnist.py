@@ -1,0 +1,104 @@
+"""Sequential MNIST (tasks.md §4): a CNN per digit image, a recurrent arithmetic cell on top.
+
+    python -m nalu_jax.main --config=configs/sequential_mnist.py:task=sum,model=nau --workdir=runs/smnist_sum_nau
+
+Variants (comma-separated in the config string):
+  task=T       sum (digits 0–9, train length 10, test 1, 10, 100, 200, …, 1000),
+               product (digits 1–9, train length 2, test 1…20),
+               count (per-class counts, 10 outputs, train length 10, test up to 1000)
+  model=NAME   the cell's unit (nau, nmu, nac_add, nac_mul, nalu, …), a recurrent baseline
+               (lstm, gru, rnn_tanh, rnn_relu) or solved_accumulator (the reference model)
+  seeds=N      number of seeds (a vmap axis)
+  steps=N      iteration budget
+  data=SRC     sklearn_digits (8×8, ships with scikit-learn, offline; the default) or mnist_idx
+               (the four standard IDX files, optionally .gz, in ``--config.data.directory``)
+  smoke        a short run (about a minute on 2 CPU cores): 2 seeds, 100 steps of batch 8,
+               short test lengths, sklearn digits, 2 reference seeds
+
+The reference ("solved accumulator") population of ``reference.num_seeds`` seeds trains first
+in the same workdir and sets each length's success threshold; pass
+``--config.reference.thresholds='(...)'`` (one per test length) to skip it. Any field can be set
+on the command line, e.g. ``--config.task.test_lengths='(1,10,100)'``.
+"""
+
+import ml_collections
+
+from nalu_jax.config_utils import parse_config_arg
+
+_TASKS = {
+    # task: (train length, test lengths)
+    "sum": (10, (1, 10, *range(100, 1001, 100))),
+    "product": (2, tuple(range(1, 21))),
+    "count": (10, (1, 10, *range(100, 1001, 100))),
+}
+_SMOKE_LENGTHS = {"sum": (1, 10, 30), "product": (1, 2, 4), "count": (1, 10, 30)}
+
+
+def get_config(arg=None):
+    v = parse_config_arg(
+        arg,
+        {"task": "sum", "model": "nau", "seeds": 10, "steps": 100_000, "data": "sklearn_digits"},
+    )
+    c = ml_collections.ConfigDict()
+    c.experiment = "sequential_mnist"
+    c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
+    c.first_seed = 0
+    c.num_seeds = v["seeds"]
+    c.num_steps = v["steps"]
+    c.eval_every = 1_000
+    c.checkpoint_every = 10_000
+    c.seed_block = min(v["seeds"], 16)  # seeds per fixed-width vmap block (bitwise independence)
+
+    c.data = ml_collections.ConfigDict()
+    c.data.source = v["data"]  # sklearn_digits | mnist_idx | synthetic (tests only)
+    c.data.directory = ""  # mnist_idx: folder of the four IDX files
+    c.data.train_size = 1_500  # sklearn_digits: the first N images train, the rest test
+
+    c.task = ml_collections.ConfigDict()
+    c.task.name = v["task"]
+    train_length, test_lengths = _TASKS.get(v["task"], _TASKS["sum"])
+    c.task.train_length = train_length
+    c.task.test_lengths = test_lengths
+    c.task.eval_sequences = 1_000  # fixed test sequences per length
+
+    c.model = ml_collections.ConfigDict()
+    c.model.name = v["model"]
+    c.model.cnn_padding = "auto"  # VALID for 28×28 MNIST, SAME for 8×8 digits
+    c.model.softmax = v["task"] == "count"  # count: class probabilities feed the counters
+    c.model.log_space = "auto"  # NAC• cells accumulate in log space
+    c.model.learn_initial_state = False
+    c.model.unit_options = ml_collections.ConfigDict()
+
+    c.train = ml_collections.ConfigDict()
+    c.train.batch_size = 64
+    c.train.lr = 1e-3
+    c.train.beta1 = 0.9
+    c.train.beta2 = 0.999
+    c.train.adam_eps = 1e-8
+    c.train.grad_clip = ml_collections.FieldReference(None, field_type=float)
+    c.train.reg_scale = ml_collections.FieldReference(
+        None, field_type=float
+    )  # None: NAU 0.01, else 10
+    c.train.reg_start = 1e4  # λ ramp from step 1e4 to 1e5 (tasks.md §4)
+    c.train.reg_end = 1e5
+    c.train.lambda_z = 0.0
+    c.train.npu_beta_start = 1e-7
+    c.train.npu_beta_end = 1e-5
+
+    c.reference = ml_collections.ConfigDict()
+    c.reference.num_seeds = 10  # solved-accumulator seeds setting the thresholds
+    c.reference.confidence = 0.99  # threshold = mean + t_confidence·sd/√n
+    c.reference.thresholds = ml_collections.FieldReference(None, field_type=tuple)
+
+    if v["smoke"]:
+        c.num_seeds = 2
+        c.seed_block = 2
+        c.num_steps = 100
+        c.eval_every = 50
+        c.checkpoint_every = 50
+        c.data.source = "sklearn_digits"
+        c.task.test_lengths = _SMOKE_LENGTHS.get(v["task"], (1, 10))
+        c.task.eval_sequences = 32
+        c.train.batch_size = 8
+        c.reference.num_seeds = 2
+    return c

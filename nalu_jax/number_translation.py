@@ -1,0 +1,238 @@
+"""Number translation (tasks.md §5): "two hundred and thirty four" → 234, many seeds at once.
+
+Model (``nalu_jax.sequence_models.NumberTranslationModel``): token embedding → LSTM → a
+recurrent arithmetic output cell h_t = Cell(concat(lstm_t, h_{t−1})) (1 output, state 0, pad
+tokens skipped); the value is the final h. Trained on batches drawn from the 169 training
+numbers; evaluated on the 200 validation and 630 test numbers. Each seed is judged at its
+evaluation with the lowest validation MSE: test MSE and exact-match accuracy (round(y) == n)
+there; a seed is solved when that accuracy reaches ``success_accuracy`` (default: all 630).
+
+Writes ``config.json``, ``metrics.jsonl``, ``seeds.csv``, ``summary.json``/``summary.md`` and
+``curves.png``; checkpoints in ``checkpoints/`` make a re-run of the same command resume.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from nalu_jax import metrics as metrics_lib
+from nalu_jax import reporting
+from nalu_jax import sequence_reporting as rep
+from nalu_jax.config_utils import ConfigError
+from nalu_jax.sequence_engine import (
+    hparams_from_config,
+    make_sequence_trainer,
+    regularized_loss,
+    run_population,
+    validate_common,
+)
+from nalu_jax.sequence_models import NumberTranslationModel, cell_options
+from nalu_jax.tasks import translation as tr_lib
+from nalu_jax.units import UNITS
+from nalu_jax.units.recurrent import RECURRENT_BASELINES
+from nalu_jax.workdir import prepare_workdir
+
+SPLITS = ("valid", "test")
+FIELDS = ("mse", "acc")
+
+
+def validate(config) -> None:
+    """Every field a user may get wrong, as one ``ConfigError`` sentence."""
+    m = config.model
+    validate_common(
+        config,
+        positive=(("model.embedding_size", m.embedding_size), ("model.hidden_size", m.hidden_size)),
+    )
+    names = sorted(UNITS) + list(RECURRENT_BASELINES)
+    if m.name not in names:
+        raise ConfigError(f"model.name must be one of {names}, got {m.name!r}.")
+    if not 0.0 <= config.success_accuracy <= 1.0:
+        raise ConfigError(f"success_accuracy must be in [0, 1], got {config.success_accuracy!r}.")
+
+
+def make_trainer(config):
+    """The per-seed ``SequenceTrainer`` of ``config``."""
+    m = config.model
+    options = cell_options(
+        m.name,
+        log_space=m.log_space,
+        learn_initial_state=m.learn_initial_state,
+        unit_options=dict(m.unit_options),
+    )
+
+    def factory(rngs):
+        return NumberTranslationModel(
+            len(tr_lib.VOCAB),
+            m.name,
+            rngs=rngs,
+            embedding_size=m.embedding_size,
+            hidden_size=m.hidden_size,
+            readout=m.readout,
+            **options,
+        )
+
+    try:
+        nnx.eval_shape(lambda: factory(nnx.Rngs(0)))  # bad model options fail here, not in jit
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"model: {e}") from None
+    numbers = tr_lib.split(int(config.data.split_seed))
+    arrays = {k: tr_lib.dataset(v) for k, v in numbers.items()}
+    batch = int(config.train.batch_size)
+
+    def batch_loss(model, hp, step, key, data):
+        data_key, noise_key = jax.random.split(key)
+        idx = jax.random.randint(data_key, (batch,), 0, data["values"].shape[0])
+        y, regs = model(data["tokens"][idx], training=True, key=noise_key)
+        mse = jnp.mean((y - data["values"][idx]) ** 2)
+        return regularized_loss(mse, regs, hp, step), mse
+
+    def eval_metrics(model, data):
+        out = {"sparsity": model.sparsity_error()}
+        for split in SPLITS:
+            tokens, values = data[split]
+            y, _ = model(tokens)
+            out[f"{split}_mse"] = jnp.mean((y - values) ** 2)
+            out[f"{split}_acc"] = jnp.mean((jnp.round(y) == values).astype(jnp.float32))
+        return out
+
+    tokens, values = arrays["train"]
+    train_data = {"tokens": jnp.asarray(tokens), "values": jnp.asarray(values)}
+    eval_data = {s: tuple(jnp.asarray(a) for a in arrays[s]) for s in SPLITS}
+    return make_sequence_trainer(
+        factory,
+        batch_loss,
+        eval_metrics,
+        hparams=hparams_from_config(config),
+        eval_every=int(config.eval_every),
+        train_data=train_data,
+        eval_data=eval_data,
+        config=config,
+    )
+
+
+def judge(history, diverged, success_accuracy: float) -> dict:
+    """Per seed ``[S]``: the evaluation with the lowest validation MSE (earliest on ties, NaN as
+    +inf) and the valid/test metrics there; solved = test accuracy ≥ ``success_accuracy``."""
+    valid = history["valid_mse"]
+    best = np.argmin(np.where(np.isnan(valid), np.inf, valid), axis=0)
+    seeds = np.arange(valid.shape[1])
+    out = {"best_step": history["step"][best]}
+    for split in SPLITS:
+        for k in FIELDS:
+            out[f"{split}_{k}"] = history[f"{split}_{k}"][best, seeds].astype(np.float64)
+    out["solved"] = (out["test_acc"] >= success_accuracy) & ~diverged
+    return out
+
+
+def metrics_jsonl(history, num_done, diverged_at) -> str:
+    """One JSON line per evaluation ``e < num_done``: quantiles over seeds of each metric."""
+    lines = []
+    for e in range(num_done):
+        line = rep.line_head(history, e, diverged_at)
+        for split in SPLITS:
+            for k in FIELDS:
+                line[f"{split}_{k}"] = metrics_lib.quantiles(history[f"{split}_{k}"][e])
+        lines.append(reporting.dumps(line) + "\n")
+    return "".join(lines)
+
+
+def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
+    """Train ``config.num_seeds`` seeds, judge each, write the workdir; returns the summary."""
+    validate(config)
+    trainer = make_trainer(config)
+    prepare_workdir(workdir, config, overwrite)
+    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
+    jsonl = os.path.join(workdir, "metrics.jsonl")
+    result = run_population(
+        trainer,
+        config,
+        seeds,
+        os.path.join(workdir, "checkpoints"),
+        progress=progress,
+        desc=config.model.name,
+        on_checkpoint=lambda h, done, d: reporting.atomic_write(jsonl, metrics_jsonl(h, done, d)),
+    )
+    history = result.history
+    judged = judge(history, result.diverged, float(config.success_accuracy))
+    splits = []
+    for split in SPLITS:
+        values = {k: judged[f"{split}_{k}"] for k in FIELDS}
+        group = rep.group_summary(values, judged["solved"] if split == "test" else None)
+        splits.append({"split": split, **group})
+    trained = len(seeds) * result.trained_steps
+    summary = {
+        "model": config.model.name,
+        "num_seeds": len(seeds),
+        "first_seed": int(config.first_seed),
+        "root_seed": int(config.seed),
+        "num_steps": int(config.num_steps),
+        "success_accuracy": float(config.success_accuracy),
+        "diverged": int(result.diverged.sum()),
+        "splits": splits,
+        "wall_time_s": result.compile_s + result.loop_s,
+        "compile_time_s": result.compile_s,
+        "seed_steps_per_s": trained / result.loop_s if trained else 0.0,
+        "resumed_from_step": result.resumed_from_step,
+    }
+    columns = {
+        "seed": seeds,
+        "solved": judged["solved"].astype(int),
+        "best_step": judged["best_step"],
+    }
+    columns.update({f"{s}_{k}": judged[f"{s}_{k}"] for s in SPLITS for k in FIELDS})
+    columns.update(diverged=result.diverged.astype(int), diverged_at=result.diverged_at)
+    rep.write_files(
+        workdir,
+        {
+            "metrics.jsonl": metrics_jsonl(history, len(history["step"]), result.diverged_at),
+            "seeds.csv": rep.csv_text(columns),
+            "summary.json": reporting.dumps(summary) + "\n",
+            "summary.md": format_summary(summary),
+            "curves.png": _plot(history),
+        },
+    )
+    return summary
+
+
+def format_summary(summary: dict) -> str:
+    """The printed and saved table: run facts, then one row per split."""
+    s = summary
+    header = [
+        ("model", f"embedding → LSTM → {s['model']} output cell"),
+        ("seeds", f"{s['num_seeds']} (first {s['first_seed']}, root {s['root_seed']})"),
+        ("steps", s["num_steps"]),
+        ("diverged", s["diverged"]),
+        ("wall time", f"{s['wall_time_s']:.1f} s (compile {s['compile_time_s']:.1f} s)"),
+    ]
+    columns = ["split", "success rate [95% CI]", "MSE (mean)", "MSE (median)", "accuracy (mean)"]
+    rows = [
+        [
+            g["split"],
+            rep.success_cell(g),
+            rep.fmt(g["mse_mean"]),
+            rep.fmt(g["mse_median"]),
+            rep.fmt(g["acc_mean"], True),
+        ]
+        for g in s["splits"]
+    ]
+    note = (
+        "Each seed at its lowest-validation-MSE evaluation. Solved: test exact-match accuracy "
+        f">= {rep.fmt(s['success_accuracy'], True)}; Wilson score 95% interval."
+    )
+    return rep.markdown(header, columns, rows, note)
+
+
+def _plot(history) -> bytes:
+    q = lambda a: np.nanmedian(np.where(np.isfinite(a), a, np.nan), axis=1)
+    with warnings.catch_warnings():  # all-NaN rows: every seed diverged
+        warnings.simplefilter("ignore", RuntimeWarning)
+        acc = {s: np.nanmean(history[f"{s}_acc"], 1) for s in SPLITS}
+        mse = {f"{s} MSE (median)": q(history[f"{s}_mse"]) for s in SPLITS}
+    series = {f"{s} accuracy (mean)": (acc[s], None) for s in SPLITS}
+    return rep.group_plot(history["step"], series, xlabel="step", x_scale="linear", mse=mse)

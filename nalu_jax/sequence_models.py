@@ -1,0 +1,172 @@
+"""Models of the recurrent experiments: the digit CNN with an accumulating cell (tasks.md §4) and
+the embedding → LSTM → arithmetic output cell of number translation (tasks.md §5).
+
+Both are ``nnx.Module``s whose state is parameters only, so the training core can
+``nnx.split`` them once and ``jax.vmap`` the parameters over seeds.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nalu_jax.tasks import digits as digits_lib
+from nalu_jax.units.recurrent import LOG_SPACE_UNITS, RECURRENT_BASELINES, make_cell, unroll
+
+SOLVED_ACCUMULATOR = "solved_accumulator"
+
+
+def cnn_padding(image_shape, padding: str = "auto") -> str:
+    """ "VALID" convolutions (the classic 28×28 MNIST CNN: 28→24→12→8→4) when the image is
+    large enough for two 5×5 valid convolutions and two 2×2 pools, else "SAME" (8×8: 8→4→2)."""
+    if padding != "auto":
+        return padding
+    side = min(image_shape)
+    return "VALID" if ((side - 4) // 2 - 4) // 2 >= 1 else "SAME"
+
+
+def _pooled(side: int, padding: str) -> int:
+    for _ in range(2):
+        side = (side - 4 if padding == "VALID" else side) // 2
+    return side
+
+
+class DigitCNN(nnx.Module):
+    """conv 5×5×20 → ReLU → maxpool 2 → conv 5×5×50 → ReLU → maxpool 2 → dense 500 → ReLU →
+    dense ``outputs``: images ``[N, H, W]`` → ``[N, outputs]``."""
+
+    def __init__(self, image_shape, outputs: int, *, rngs: nnx.Rngs, padding: str = "auto"):
+        self.padding = cnn_padding(image_shape, padding)
+        h, w = (_pooled(s, self.padding) for s in image_shape)
+        if h < 1 or w < 1:
+            raise ValueError(f"model.cnn_padding {padding!r} leaves no pixels of {image_shape}.")
+        self.conv1 = nnx.Conv(1, 20, (5, 5), padding=self.padding, rngs=rngs)
+        self.conv2 = nnx.Conv(20, 50, (5, 5), padding=self.padding, rngs=rngs)
+        self.dense1 = nnx.Linear(50 * h * w, 500, rngs=rngs)
+        self.dense2 = nnx.Linear(500, outputs, rngs=rngs)
+
+    def __call__(self, images):
+        pool = lambda x: nnx.max_pool(x, (2, 2), strides=(2, 2))
+        x = pool(jax.nn.relu(self.conv1(images[..., None])))
+        x = pool(jax.nn.relu(self.conv2(x)))
+        x = jax.nn.relu(self.dense1(x.reshape(x.shape[0], -1)))
+        return self.dense2(x)
+
+
+def cell_options(name: str, *, log_space="auto", learn_initial_state=False, unit_options=None):
+    """``make_cell`` options: NAC• units run in log space unless told otherwise."""
+    if name in RECURRENT_BASELINES:
+        return {"learn_initial_state": learn_initial_state}
+    if log_space == "auto":
+        log_space = name in LOG_SPACE_UNITS
+    return {
+        "learn_initial_state": learn_initial_state,
+        "log_space": bool(log_space),
+        "unit_options": dict(unit_options or {}),
+    }
+
+
+class SequentialDigitsModel(nnx.Module):
+    """Per image l_t = CNN(x_t) ``[out]``; h_t = Cell(concat(l_t, h_{t−1})) ``[out]``.
+
+    ``out`` is 1 (sum, product) or 10 (count). The cell is ``make_cell(cell, out, out)`` (state
+    0 for additive, 1 for multiplicative cells), or, for ``cell="solved_accumulator"``, the
+    fixed h_t = h_{t−1} + l_t (· l_t for product): the reference model. ``softmax`` turns the
+    CNN's 10 count outputs into class probabilities.
+    """
+
+    def __init__(
+        self, image_shape, task: str, cell: str, *, rngs, padding="auto", softmax=False, **options
+    ):
+        self.task = task
+        self.softmax = bool(softmax)
+        out = digits_lib.output_size(task)
+        self.cnn = DigitCNN(image_shape, out, rngs=rngs, padding=padding)
+        self.solved = cell == SOLVED_ACCUMULATOR
+        self.cell = None if self.solved else make_cell(cell, out, out, rngs=rngs, **options)
+
+    def digit_values(self, images):
+        """images ``[N, H, W]`` → l ``[N, out]``."""
+        values = self.cnn(images)
+        return jax.nn.softmax(values, axis=-1) if self.softmax else values
+
+    def accumulate(self, values, *, training=False, key=None):
+        """values ``[B, T, out]`` → (states h ``[B, T, out]``, regularisers averaged over T)."""
+        if self.solved:
+            return digits_lib.solved_accumulate(self.task, values), {}
+        ys, _, regs = unroll(self.cell, values, training=training, key=key)
+        return ys, regs
+
+    def __call__(self, images, *, training=False, key=None):
+        """images ``[B, T, H, W]`` → (h ``[B, T, out]``, regularisers)."""
+        b, t = images.shape[:2]
+        values = self.digit_values(images.reshape((b * t,) + images.shape[2:]))
+        return self.accumulate(values.reshape(b, t, -1), training=training, key=key)
+
+    def project(self) -> None:
+        if self.cell is not None:
+            self.cell.project()
+
+    def sparsity_error(self):
+        if self.cell is None:
+            return jnp.array(jnp.nan, jnp.float32)
+        return self.cell.sparsity_error()
+
+
+class NumberTranslationModel(nnx.Module):
+    """tokens ``[B, T]`` → embedding ``[B, T, E]`` → LSTM ``[B, T, H]`` → output cell h_t =
+    Cell(concat(lstm_t, h_{t−1})) ``[B, T, 1]``; the value is the last state. Pad tokens (id 0)
+    keep the previous output state (as in the NAU paper's code), so padding never counts.
+
+    The LSTM's outputs lie in (−1, 1); ``readout=True`` adds a dense ``H → H`` layer after it
+    so that the cell's inputs are unbounded (off by default: the NAU paper's model).
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        cell: str,
+        *,
+        rngs,
+        embedding_size=2,
+        hidden_size=2,
+        readout=False,
+        **options,
+    ):
+        self.embedding = nnx.Embed(vocab_size, embedding_size, rngs=rngs)
+        self.lstm = make_cell("lstm", embedding_size, hidden_size, rngs=rngs)
+        self.readout = nnx.Linear(hidden_size, hidden_size, rngs=rngs) if readout else None
+        self.cell = make_cell(cell, hidden_size, 1, rngs=rngs, **options)
+
+    def __call__(self, tokens, *, training=False, key=None):
+        """tokens ``[B, T]`` int → (value ``[B]``, regularisers averaged over T)."""
+        features, _, _ = unroll(self.lstm, self.embedding(tokens))
+        if self.readout is not None:
+            features = self.readout(features)
+        keep = (tokens == 0)[..., None]
+
+        def step(carry, inp):
+            state, out = carry
+            x, pad, t = inp
+            k = None if key is None else jax.random.fold_in(key, t)
+            regs = self.cell.regularizers(state, x)
+            new, y = self.cell(state, x, training=training, key=k)
+            new = jax.tree.map(lambda a, b: jnp.where(pad, a, b), state, new)
+            return (new, jnp.where(pad, out, y)), regs
+
+        b, t = tokens.shape
+        xs = (
+            jnp.swapaxes(features, 0, 1),
+            jnp.swapaxes(keep, 0, 1),
+            jnp.arange(t, dtype=jnp.uint32),
+        )
+        init = (self.cell.initial_state(b), jnp.zeros((b, 1), jnp.float32))
+        (_, value), regs = jax.lax.scan(step, init, xs)
+        return value[:, 0], {k: jnp.mean(v) for k, v in regs.items()}
+
+    def project(self) -> None:
+        self.cell.project()
+
+    def sparsity_error(self):
+        return self.cell.sparsity_error()

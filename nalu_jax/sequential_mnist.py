@@ -1,0 +1,295 @@
+"""Sequential MNIST (tasks.md §4): a CNN reads each digit image, a recurrent arithmetic cell
+accumulates the sum, product or per-class counts; many seeds train at once.
+
+``train_and_evaluate(config, workdir)`` trains the reference population first (the CNN with the
+"solved accumulator" h_t = h_{t−1} + l_t, or · l_t; same seed numbers, so the comparison is
+paired) unless ``reference.thresholds`` gives the thresholds or the model *is* the reference.
+Its per-length success threshold is mean + t_{0.99, n−1}·sd/√n of the reference seeds' final
+last-step test MSE. A seed solves length L when its final last-step MSE at L is below that.
+
+Writes ``config.json``, ``metrics.jsonl``, ``seeds.csv``, ``summary.json``/``summary.md``,
+``curves.png`` and ``reference.json``; checkpoints (``checkpoints/``, ``reference/``) make a
+re-run of the same command resume.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from nalu_jax import metrics as metrics_lib
+from nalu_jax import reporting
+from nalu_jax import sequence_reporting as rep
+from nalu_jax import sequential_mnist_report as report
+from nalu_jax.config_utils import ConfigError
+from nalu_jax.sequence_engine import (
+    hparams_from_config,
+    make_sequence_trainer,
+    regularized_loss,
+    run_population,
+    validate_common,
+)
+from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
+from nalu_jax.sequential_mnist_report import FIELDS, format_summary
+from nalu_jax.tasks import digits as digits_lib
+from nalu_jax.units import UNITS
+from nalu_jax.units.recurrent import RECURRENT_BASELINES
+from nalu_jax.workdir import prepare_workdir
+
+
+def validate(config) -> None:
+    """Every field a user may get wrong, as one ``ConfigError`` sentence."""
+    validate_common(
+        config,
+        positive=(
+            ("task.train_length", config.task.train_length),
+            ("task.eval_sequences", config.task.eval_sequences),
+        ),
+    )
+    if config.task.name not in digits_lib.TASKS:
+        raise ConfigError(
+            f"task.name must be one of {list(digits_lib.TASKS)}, got {config.task.name!r}."
+        )
+    lengths = list(config.task.test_lengths)
+    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
+        raise ConfigError(f"task.test_lengths must be positive integers, got {lengths!r}.")
+    names = sorted(UNITS) + list(RECURRENT_BASELINES) + [SOLVED_ACCUMULATOR]
+    if config.model.name not in names:
+        raise ConfigError(f"model.name must be one of {names}, got {config.model.name!r}.")
+    if isinstance(config.reference.num_seeds, bool) or config.reference.num_seeds < 0:
+        raise ConfigError(
+            f"reference.num_seeds must be an integer >= 0, got {config.reference.num_seeds!r}."
+        )
+    if not 0.5 < config.reference.confidence < 1:
+        raise ConfigError(
+            f"reference.confidence must be in (0.5, 1), got {config.reference.confidence!r}."
+        )
+    given = config.reference.thresholds
+    if given is not None and len(given) != len(lengths):
+        raise ConfigError(
+            f"reference.thresholds must have one value per task.test_lengths ({len(lengths)})."
+        )
+
+
+def make_trainer(config, cell: str | None = None, dataset=None):
+    """The per-seed ``SequenceTrainer`` of ``config`` (``cell`` overrides ``model.name``;
+    ``dataset``: ``load_digits_dataset(config)`` when already loaded)."""
+    task, cell = config.task.name, cell or config.model.name
+    dataset = dataset or digits_lib.load_digits_dataset(config)
+    train_images, train_labels, test_images, test_labels = dataset
+    lengths = tuple(int(n) for n in config.task.test_lengths)
+    m = config.model
+    options = (
+        {}
+        if cell == SOLVED_ACCUMULATOR
+        else cell_options(
+            cell,
+            log_space=m.log_space,
+            learn_initial_state=m.learn_initial_state,
+            unit_options=dict(m.unit_options),
+        )
+    )
+
+    def factory(rngs):
+        return SequentialDigitsModel(
+            train_images.shape[1:],
+            task,
+            cell,
+            rngs=rngs,
+            padding=m.cnn_padding,
+            softmax=m.softmax,
+            **options,
+        )
+
+    try:
+        nnx.eval_shape(lambda: factory(nnx.Rngs(0)))  # bad model options fail here, not in jit
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"model: {e}") from None
+    batch, train_length = int(config.train.batch_size), int(config.task.train_length)
+
+    def batch_loss(model, hp, step, key, data):
+        data_key, noise_key = jax.random.split(key)
+        idx = digits_lib.sample_indices(data_key, data["pool"], (batch, train_length))
+        ys, regs = model(data["images"][idx], training=True, key=noise_key)
+        mse = jnp.mean((ys - digits_lib.cumulative_targets(task, data["labels"][idx])) ** 2)
+        return regularized_loss(mse, regs, hp, step), mse
+
+    def eval_metrics(model, data):
+        values = model.digit_values(data["images"])  # each test image through the CNN once
+        per_length = []
+        for seqs in data["sequences"]:
+            ys, _ = model.accumulate(values[seqs])
+            targets = digits_lib.cumulative_targets(task, data["labels"][seqs])
+            per_length.append(digits_lib.sequence_metrics(ys, targets))
+        out = {k: jnp.stack([m[k] for m in per_length]) for k in FIELDS}
+        single = digits_lib.sequence_metrics(
+            values[data["image_pool"]][:, None],
+            digits_lib.digit_values(task, data["labels"][data["image_pool"]])[:, None],
+        )
+        out["image_mse"], out["image_acc"] = single["mse_last"], single["acc_last"]
+        out["sparsity"] = model.sparsity_error()
+        return out
+
+    train_data = {
+        "images": jnp.asarray(train_images),
+        "labels": jnp.asarray(train_labels),
+        "pool": jnp.asarray(digits_lib.pool(train_labels, task)),
+    }
+    seqs = digits_lib.eval_sequences(test_labels, task, lengths, int(config.task.eval_sequences))
+    eval_data = {
+        "images": jnp.asarray(test_images),
+        "labels": jnp.asarray(test_labels),
+        "sequences": tuple(jnp.asarray(s) for s in seqs),
+        "image_pool": jnp.asarray(digits_lib.pool(test_labels, task)),
+    }
+    return make_sequence_trainer(
+        factory,
+        batch_loss,
+        eval_metrics,
+        hparams=hparams_from_config(config),
+        eval_every=int(config.eval_every),
+        train_data=train_data,
+        eval_data=eval_data,
+        config=config,
+    )
+
+
+def thresholds_from(mse_last, confidence: float = 0.99) -> np.ndarray:
+    """Per length mean + t_{c, n−1}·sd/√n of the reference seeds' ``mse_last [S, L]`` (NaN
+    and inf excluded; one finite seed gives its value, none gives NaN)."""
+    out = []
+    for col in np.asarray(mse_last, np.float64).T:
+        finite = np.where(np.isfinite(col), col, np.nan)
+        # The two-sided interval at level 2c − 1 ends at the one-sided t_c bound.
+        mean, _, hi = metrics_lib.mean_interval(finite, 2 * confidence - 1)
+        out.append(mean if math.isnan(hi) else hi)
+    return np.asarray(out)
+
+
+def reference(config, workdir, progress, dataset=None):
+    """Thresholds ``[L]`` and the reference's mean final last-step MSE ``[L]`` (or None)."""
+    if config.reference.thresholds is not None:
+        return np.asarray(config.reference.thresholds, np.float64), None
+    path = os.path.join(workdir, "reference.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            saved = json.load(f)
+        as_array = lambda v: np.asarray([math.nan if x is None else x for x in v], np.float64)
+        return as_array(saved["thresholds"]), as_array(saved["mse_last_mean"])
+    n = int(config.reference.num_seeds)
+    if n < 1 or config.model.name == SOLVED_ACCUMULATOR:
+        return None, None
+    seeds = np.arange(config.first_seed, config.first_seed + n)
+    result = run_population(
+        make_trainer(config, SOLVED_ACCUMULATOR, dataset),
+        config,
+        seeds,
+        os.path.join(workdir, "reference", "checkpoints"),
+        progress=progress,
+        desc="reference",
+    )
+    final = result.history["mse_last"][-1]
+    thresholds = thresholds_from(final, float(config.reference.confidence))
+    mean = np.asarray([metrics_lib.mean_interval(c[np.isfinite(c)])[0] for c in final.T])
+    reporting.atomic_write(
+        path,
+        reporting.dumps(
+            {
+                "lengths": list(config.task.test_lengths),
+                "num_seeds": n,
+                "thresholds": thresholds.tolist(),
+                "mse_last_mean": mean.tolist(),
+            }
+        )
+        + "\n",
+    )
+    return thresholds, mean
+
+
+def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
+    """Train ``config.num_seeds`` seeds (and the reference), judge per length, write workdir."""
+    validate(config)
+    dataset = digits_lib.load_digits_dataset(config)  # data errors before the workdir exists
+    trainer = make_trainer(config, dataset=dataset)
+    prepare_workdir(workdir, config, overwrite)
+    lengths = [int(n) for n in config.task.test_lengths]
+    thresholds, ref_mean = reference(config, workdir, progress, dataset)
+    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
+    jsonl = os.path.join(workdir, "metrics.jsonl")
+    result = run_population(
+        trainer,
+        config,
+        seeds,
+        os.path.join(workdir, "checkpoints"),
+        progress=progress,
+        desc=config.model.name,
+        on_checkpoint=lambda h, done, d: reporting.atomic_write(
+            jsonl, report.metrics_jsonl(h, done, thresholds, d, lengths)
+        ),
+    )
+    history = result.history
+    final = {k: history[k][-1] for k in FIELDS}  # [S, L]
+    if thresholds is None and config.model.name == SOLVED_ACCUMULATOR:
+        thresholds = thresholds_from(final["mse_last"], float(config.reference.confidence))
+    judged = thresholds is not None
+    solved = (final["mse_last"] < thresholds) & ~result.diverged[:, None] if judged else None
+
+    per_length = []
+    for j, n in enumerate(lengths):
+        group = rep.group_summary(
+            {k: final[k][:, j] for k in FIELDS}, None if not judged else solved[:, j]
+        )
+        group.update(
+            length=n,
+            threshold=float(thresholds[j]) if judged else None,
+            reference_mse_last_mean=float(ref_mean[j]) if ref_mean is not None else None,
+        )
+        per_length.append(group)
+    trained = len(seeds) * result.trained_steps
+    summary = {
+        "model": config.model.name,
+        "task": config.task.name,
+        "data": config.data.source,
+        "train_length": int(config.task.train_length),
+        "num_seeds": len(seeds),
+        "first_seed": int(config.first_seed),
+        "root_seed": int(config.seed),
+        "num_steps": int(config.num_steps),
+        "diverged": int(result.diverged.sum()),
+        "image_accuracy_mean": float(np.nanmean(history["image_acc"][-1])),
+        "per_length": per_length,
+        "wall_time_s": result.compile_s + result.loop_s,
+        "compile_time_s": result.compile_s,
+        "seed_steps_per_s": trained / result.loop_s if trained else 0.0,
+        "resumed_from_step": result.resumed_from_step,
+    }
+    columns = {
+        "seed": seeds,
+        "diverged": result.diverged.astype(int),
+        "diverged_at": result.diverged_at,
+        "image_accuracy": history["image_acc"][-1],
+    }
+    for j, n in enumerate(lengths):
+        for k in FIELDS:
+            columns[f"{k}_{n}"] = final[k][:, j].astype(np.float64)
+        if judged:
+            columns[f"solved_{n}"] = solved[:, j].astype(int)
+    rep.write_files(
+        workdir,
+        {
+            "metrics.jsonl": report.metrics_jsonl(
+                history, len(history["step"]), thresholds, result.diverged_at, lengths
+            ),
+            "seeds.csv": rep.csv_text(columns),
+            "summary.json": reporting.dumps(summary) + "\n",
+            "summary.md": format_summary(summary),
+            "curves.png": report.curves_png(summary),
+        },
+    )
+    return summary

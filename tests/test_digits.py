@@ -1,0 +1,169 @@
+"""Sequential MNIST: IDX files, digit data, cumulative targets, the reference and a smoke run."""
+
+import csv
+import gzip
+import json
+import os
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+from conftest import load_config
+from flax import nnx
+
+from nalu_jax.config_utils import ConfigError
+from nalu_jax.sequence_models import SequentialDigitsModel
+from nalu_jax.sequential_mnist import thresholds_from, train_and_evaluate
+from nalu_jax.tasks import digits
+
+
+def idx_bytes(array: np.ndarray) -> bytes:
+    header = bytes([0, 0, 0x08, array.ndim]) + np.asarray(array.shape, ">u4").tobytes()
+    return header + array.astype(np.uint8).tobytes()
+
+
+def write_mnist(directory, n_train=5, n_test=3, gz=False, labels_train=None):
+    rng = np.random.default_rng(0)
+    arrays = {
+        "train_images": rng.integers(0, 256, (n_train, 4, 4)),
+        "train_labels": rng.integers(0, 10, n_train) if labels_train is None else labels_train,
+        "test_images": rng.integers(0, 256, (n_test, 4, 4)),
+        "test_labels": rng.integers(0, 10, n_test),
+    }
+    for key, stem in digits.MNIST_FILES.items():
+        data = idx_bytes(np.asarray(arrays[key]))
+        path = os.path.join(directory, stem + (".gz" if gz else ""))
+        with open(path, "wb") as f:
+            f.write(gzip.compress(data) if gz else data)
+    return arrays
+
+
+def data_config(source="mnist_idx", directory=""):
+    c = ml_collections.ConfigDict()
+    c.data = ml_collections.ConfigDict(
+        {"source": source, "directory": str(directory), "train_size": 1500}
+    )
+    return c
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_idx_reader_and_mnist_loader(tmp_path, gz):
+    arrays = write_mnist(tmp_path, gz=gz)
+    suffix = ".gz" if gz else ""
+    read = digits.read_idx(str(tmp_path / ("train-images-idx3-ubyte" + suffix)))
+    np.testing.assert_array_equal(read, arrays["train_images"])
+    train_x, train_y, test_x, test_y = digits.load_digits_dataset(data_config(directory=tmp_path))
+    assert train_x.shape == (5, 4, 4) and test_x.shape == (3, 4, 4)
+    assert train_x.dtype == np.float32 and 0.0 <= train_x.min() and train_x.max() <= 1.0
+    np.testing.assert_allclose(train_x * 255, arrays["train_images"], atol=1e-4)
+    np.testing.assert_array_equal(train_y, arrays["train_labels"])
+    assert test_y.dtype == np.int32
+
+
+def test_idx_errors_name_the_file(tmp_path):
+    path = tmp_path / "broken-idx"
+    with pytest.raises(ConfigError, match="broken-idx.*does not exist"):
+        digits.read_idx(str(path))
+    path.write_bytes(b"\x01\x02\x08\x01" + b"\x00" * 8)
+    with pytest.raises(ConfigError, match="broken-idx.*bad magic"):
+        digits.read_idx(str(path))
+    path.write_bytes(idx_bytes(np.zeros((4, 3, 3)))[:-5])
+    with pytest.raises(ConfigError, match="broken-idx.*truncated"):
+        digits.read_idx(str(path))
+    path.write_bytes(b"\x00\x00\x08\x03\x00\x00")
+    with pytest.raises(ConfigError, match="broken-idx.*truncated"):
+        digits.read_idx(str(path))
+    write_mnist(tmp_path, labels_train=np.arange(4))  # 5 images, 4 labels
+    with pytest.raises(ConfigError, match="train-labels-idx1-ubyte.*4 labels for 5 images"):
+        digits.load_digits_dataset(data_config(directory=tmp_path))
+    os.unlink(tmp_path / "t10k-images-idx3-ubyte")
+    with pytest.raises(ConfigError, match="t10k-images-idx3-ubyte"):
+        digits.load_digits_dataset(data_config(directory=tmp_path))
+
+
+def test_sklearn_digits_loader():
+    train_x, train_y, test_x, test_y = digits.load_digits_dataset(data_config("sklearn_digits"))
+    assert train_x.shape == (1500, 8, 8) and test_x.shape == (297, 8, 8)
+    assert train_x.dtype == np.float32 and train_x.min() == 0.0 and train_x.max() == 1.0
+    assert set(np.unique(train_y)) == set(range(10)) and train_y.dtype == np.int32
+    with pytest.raises(ConfigError, match="data.source must be one of"):
+        digits.load_digits_dataset(data_config("emnist"))
+
+
+def test_cumulative_targets_by_hand():
+    seq = jnp.array([[3, 1, 4, 1, 5]])
+    np.testing.assert_array_equal(digits.cumulative_targets("sum", seq)[0, :, 0], [3, 4, 8, 9, 14])
+    np.testing.assert_array_equal(
+        digits.cumulative_targets("product", seq)[0, :, 0], [3, 3, 12, 12, 60]
+    )
+    counts = digits.cumulative_targets("count", seq)[0]
+    assert counts.shape == (5, 10)
+    np.testing.assert_array_equal(counts[-1], [0, 2, 0, 1, 1, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(counts[1], [0, 1, 0, 1, 0, 0, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("task", digits.TASKS)
+def test_solved_accumulator_on_perfect_digits_scores_zero(task):
+    labels = np.arange(30) % 10
+    # The reference's accumulator has no parameters: an abstract model (no CNN init) suffices.
+    model = nnx.eval_shape(
+        lambda: SequentialDigitsModel((8, 8), task, "solved_accumulator", rngs=nnx.Rngs(0))
+    )
+    lengths = (1, 20) if task == "product" else (1, 1000)
+    for seqs in digits.eval_sequences(labels, task, lengths, 8):
+        d = jnp.asarray(labels[seqs])
+        ys, regs = model.accumulate(digits.digit_values(task, d))
+        m = digits.sequence_metrics(ys, digits.cumulative_targets(task, d))
+        assert regs == {}
+        assert float(m["mse_all"]) == 0.0 and float(m["mse_last"]) == 0.0, (task, seqs.shape)
+        assert float(m["acc_all"]) == 1.0 and float(m["acc_last"]) == 1.0
+    if task == "product":
+        assert 0 not in labels[seqs]
+
+
+def test_reference_threshold_is_mean_plus_t_sd():
+    mse = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, np.nan], [np.inf, 40.0]])
+    got = thresholds_from(mse)
+    # column 0: {1, 2, 3}, t_{0.99, 2} = 6.964557; column 1: {10, 20, 40}, t the same
+    assert got[0] == pytest.approx(2.0 + 6.964557 * 1.0 / np.sqrt(3), rel=1e-6)
+    sd = np.std([10, 20, 40], ddof=1)
+    assert got[1] == pytest.approx(70 / 3 + 6.964557 * sd / np.sqrt(3), rel=1e-6)
+
+
+def tiny(config):
+    config.num_steps, config.eval_every, config.checkpoint_every = 20, 10, 10
+    config.train.batch_size, config.task.train_length = 4, 3
+    config.task.test_lengths, config.task.eval_sequences = [1, 3, 5], 8
+    return config
+
+
+def test_bad_config_values_are_one_sentence(tmp_path):
+    for change, message in (
+        (lambda c: setattr(c.task, "name", "div"), "task.name must be one of"),
+        (lambda c: setattr(c.task, "test_lengths", [1, 0]), "task.test_lengths must be"),
+        (lambda c: setattr(c.model, "name", "transformer"), "model.name must be one of"),
+    ):
+        config = tiny(load_config("sequential_mnist", "smoke"))
+        change(config)
+        with pytest.raises(ConfigError, match=message):
+            train_and_evaluate(config, str(tmp_path), progress=False)
+
+
+def test_smoke_run_writes_parsable_outputs(tmp_path):
+    config = tiny(load_config("sequential_mnist", "task=sum,model=nau,smoke"))
+    summary = train_and_evaluate(config, str(tmp_path), progress=False)
+    assert [g["length"] for g in summary["per_length"]] == [1, 3, 5]
+    ref = json.load(open(tmp_path / "reference.json"))
+    assert ref["num_seeds"] == 2 and len(ref["thresholds"]) == 3
+    for g, thr in zip(summary["per_length"], ref["thresholds"], strict=True):
+        assert g["threshold"] == pytest.approx(thr) and 0 <= g["solved"] <= 2
+    lines = [json.loads(x) for x in open(tmp_path / "metrics.jsonl")]
+    assert [x["step"] for x in lines] == [0, 10, 20]
+    assert set(lines[-1]["lengths"]) == {"1", "3", "5"}
+    rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
+    assert [r["seed"] for r in rows] == ["0", "1"]
+    assert {"mse_last_5", "acc_all_1", "solved_3", "diverged"} <= set(rows[0])
+    assert json.load(open(tmp_path / "summary.json"))["task"] == "sum"
+    assert "| length |" in open(tmp_path / "summary.md").read()
+    assert open(tmp_path / "curves.png", "rb").read(4) == b"\x89PNG"
