@@ -31,7 +31,7 @@ def get_config(arg=None):
     c.num_steps = v["steps"]
     c.eval_every = 1_000
     c.checkpoint_every = 10_000
-    c.seed_block = min(v["seeds"], 16)  # seeds per fixed-width vmap block (bitwise independence)
+    c.seed_block = 8  # fixed (never derived from num_seeds): seed k alone == seed k among others
     c.success_accuracy = 1.0  # solved: this exact-match accuracy on the test numbers
 
     c.data = ml_collections.ConfigDict()

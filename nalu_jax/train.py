@@ -213,6 +213,8 @@ def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, e
     reg_kind = str(config.train.reg_schedule)
     uses_inalu = "inalu" in unit_names
     uses_noise = "snmu" in unit_names
+    sweep = config.get("sweep") or {}
+    uses_z = bool(config.train.lambda_z) or bool(sweep.get("lambda_z"))
     hist_len = INALU_HISTORY if uses_inalu and config.train.inalu_reinit else 0
     clip = config.train.grad_clip
     if clip is None and uses_inalu:
@@ -250,9 +252,10 @@ def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, e
             mse
             + hp.reg_scale * reg_schedule(step, hp, reg_kind) * regs["sparse"]
             + regs["gate"]
-            + hp.lambda_z * regs["z"]
             + npu_beta(step, hp) * regs["l1"]
         )
+        if uses_z:  # left out when λ_z is 0: XLA then drops the batch means R_z needs
+            loss = loss + hp.lambda_z * regs["z"]
         if uses_inalu:
             on = (step > INALU_REG_AFTER) & (last_valid_mse < 1.0)
             loss = loss + jnp.where(on, INALU_REG_WEIGHT, 0.0) * regs["inalu"]
