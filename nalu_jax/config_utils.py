@@ -29,13 +29,20 @@ def positive_int(name, value, minimum=1):
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}.")
 
 
-def validate_run(config) -> None:
-    """Top-level run fields: seeds, step budget, evaluation interval, sizes."""
-    positive_int("num_seeds", config.num_seeds)
-    positive_int("first_seed", config.first_seed, 0)
-    positive_int("seed", config.seed, 0)
-    positive_int("num_steps", config.num_steps, 0)
-    positive_int("eval_every", config.eval_every)
+def validate_common(config, positive=()) -> None:
+    """The run fields every experiment shares (seeds, step budget, evaluation interval,
+    block, batch, lr), plus ``positive`` ``(name, value)`` pairs that must be integers >= 1;
+    the first bad one raises a one-sentence ``ConfigError``."""
+    for name, value in (
+        ("num_seeds", config.num_seeds),
+        ("eval_every", config.eval_every),
+        ("seed_block", config.seed_block),
+        ("train.batch_size", config.train.batch_size),
+        *positive,
+    ):
+        positive_int(name, value)
+    for name in ("seed", "first_seed", "num_steps"):
+        positive_int(name, config[name], 0)
     if config.num_steps % config.eval_every:
         raise ConfigError(
             f"eval_every must divide num_steps, got eval_every={config.eval_every} "
@@ -43,9 +50,13 @@ def validate_run(config) -> None:
         )
     if config.checkpoint_every is not None:
         positive_int("checkpoint_every", config.checkpoint_every)
-    positive_int("eval_size", config.eval_size)
-    positive_int("seed_block", config.seed_block)
-    positive_int("train.batch_size", config.train.batch_size)
+    if config.train.lr is not None and not config.train.lr > 0:
+        raise ConfigError(f"train.lr must be a positive number, got {config.train.lr!r}.")
+
+
+def validate_run(config) -> None:
+    """``validate_common`` plus the arithmetic engine's own fields."""
+    validate_common(config, positive=(("eval_size", config.eval_size),))
     if config.train.reg_schedule not in ("linear", "exp"):
         raise ConfigError(
             f"train.reg_schedule must be 'linear' or 'exp', got {config.train.reg_schedule!r}."
@@ -54,8 +65,6 @@ def validate_run(config) -> None:
         raise ConfigError(
             f"train.sampler must be 'hash' or 'threefry', got {config.train.sampler!r}."
         )
-    if config.train.lr is not None and not config.train.lr > 0:
-        raise ConfigError(f"train.lr must be a positive number, got {config.train.lr!r}.")
 
 
 def build_task(config) -> task_lib.ArithmeticTask:

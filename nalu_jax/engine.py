@@ -15,21 +15,15 @@ from __future__ import annotations
 
 import importlib
 import os
-import time
-import warnings
 
-import jax
 import numpy as np
 
 from nalu_jax import distributed, reporting, sweep
-from nalu_jax.checkpoint import Checkpointer
 from nalu_jax.config_utils import ConfigError, threshold_settings, validate_run
-from nalu_jax.population import DevicePopulation, blocked, padded_size
+from nalu_jax.loop import PerRun, run_population
 from nalu_jax.tasks.thresholds import success_threshold
-from nalu_jax.train import default_chunk, num_evaluations, seed_keys
+from nalu_jax.train import num_evaluations, seed_keys
 from nalu_jax.workdir import prepare_workdir
-
-HISTORY_FIELDS = ("valid_mse", "test_mse", "sparsity", "train_loss")
 
 #: ``config.task.kind`` → the ``make_train`` building its per-seed ``Trainer`` ("module:function")
 TRAINERS: dict[str, str] = {
@@ -70,20 +64,6 @@ def build_population(config):
     return settings, program, hparams, thresholds
 
 
-def _empty_history(num_evals: int, num_runs: int) -> dict:
-    hist = {k: np.full((num_evals, num_runs), np.nan, np.float32) for k in HISTORY_FIELDS}
-    hist["step"] = np.full((num_evals,), -1, np.int64)
-    return hist
-
-
-def _progress(total: int, initial: int, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True, mininterval=1.0)
-
-
 def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
     """Train every seed (of every sweep setting), judge each, write the workdir.
 
@@ -99,92 +79,47 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     run_setting = np.repeat(np.arange(len(settings)), len(seeds))  # setting-major
     run_seed = np.tile(seeds, len(settings))
     mine = distributed.process_slice(len(run_seed), proc)
-    n = mine.stop - mine.start
-    block, pop = int(config.seed_block), DevicePopulation()
-    padded = np.arange(padded_size(n, block * len(pop.devices)))
-    local = mine.start + np.minimum(padded, n - 1)  # padding repeats the last run
     run_threshold = np.asarray(thresholds, np.float64)[run_setting[mine]]
+    single = len(settings) == 1 and proc.count == 1
 
-    t0 = time.perf_counter()
-    states = jax.jit(jax.vmap(program.init))(seed_keys(config.seed, run_seed[local]))
-    hp = pop.split(sweep.stack_hparams([hparams[h] for h in run_setting[local]]))
-    data = pop.replicate(program.eval_data)
-    parts = pop.split(states)
-    evaluate = pop.compile(jax.jit(blocked(program.evaluate, block, (0, 0, None))), parts, hp, data)
-    train = pop.compile(jax.jit(blocked(program.train, block, (0, 0)), donate_argnums=0), parts, hp)
-    compile_s = time.perf_counter() - t0
+    def postfix(history, done):
+        v, t = history["valid_mse"][:done], history["test_mse"][:done]
+        return {"solved": int(reporting.running_solved(v, t, run_threshold)[-1])}
 
-    num_evals = num_evaluations(config)
-    ckpt = Checkpointer(
-        distributed.checkpoint_dir(workdir, proc), process=proc.index if proc.count > 1 else None
-    )
-    history, done = _empty_history(num_evals, n), 0
-    if ckpt.latest_step() is not None:
-        saved = ckpt.restore(ckpt.latest_step(), {"states": states, "history": history})
-        parts = pop.split(saved["states"])
-        history = {k: np.asarray(v) for k, v in saved["history"].items()}
-        done = int(np.sum(history["step"] >= 0))
-    del states
+    def write_metrics(history, done, diverged_at):  # progress file of a single-setting run
+        lines = reporting.metrics_lines(history, done, thresholds[0], diverged_at)
+        reporting.atomic_write(os.path.join(workdir, "metrics.jsonl"), lines)
 
-    def host_states():
-        return pop.gather(parts)
-
-    chunk, every = default_chunk(config), int(config.eval_every)
-    bar = _progress(int(config.num_steps), done * every, progress)
-    t_loop, trained = time.perf_counter(), 0
-    for e in range(done, num_evals):
-        outs = pop.run(evaluate, parts, hp, data)
-        parts = [o[0] for o in outs]
-        m = pop.gather([o[1] for o in outs])
-        history["step"][e] = e * every
-        for name, value in zip(("valid_mse", "test_mse", "sparsity"), m, strict=True):
-            history[name][e] = value[:n]
-        if e == num_evals - 1:
-            break
-        outs = pop.run(train, parts, hp)
-        parts = [o[0] for o in outs]
-        losses = pop.gather([o[1] for o in outs])[:n]
-        with warnings.catch_warnings():  # all-NaN rows: diverged seeds
-            warnings.simplefilter("ignore", RuntimeWarning)
-            history["train_loss"][e + 1] = np.nanmean(losses, axis=1)
-        trained += every
-        if bar is not None:
-            v, t = history["valid_mse"][: e + 1], history["test_mse"][: e + 1]
-            solved = reporting.running_solved(v, t, run_threshold)[-1]
-            diverged = sum(int(np.sum(np.asarray(p.diverged))) for p in parts)
-            bar.set_postfix(solved=int(solved), diverged=diverged)
-            bar.update(every)
-        if (e + 1) % chunk == 0 and e + 1 < num_evals - 1:  # the last one is saved below
-            snapshot = host_states()
-            ckpt.save((e + 1) * every, {"states": snapshot, "history": history})
-            if len(settings) == 1 and proc.count == 1:
-                lines = reporting.metrics_lines(
-                    history, e + 1, thresholds[0], snapshot.diverged_at[:n]
-                )
-                reporting.atomic_write(os.path.join(workdir, "metrics.jsonl"), lines)
-    loop_s = time.perf_counter() - t_loop
-    if bar is not None:
-        bar.close()
-    final = host_states()
-    if done < num_evals:
-        ckpt.save(int(config.num_steps), {"states": final, "history": history})
-    ckpt.close()
-
+    run_hp = PerRun(sweep.stack_hparams([hparams[h] for h in run_setting[mine]]))
+    result = run_population(
+        init=program.init,
+        keys=seed_keys(config.seed, run_seed[mine]),
+        train=program.train,
+        evaluate=program.evaluate,
+        train_args=(run_hp,),
+        eval_args=(run_hp, program.eval_data),
+        config=config,
+        checkpoint_dir=distributed.checkpoint_dir(workdir, proc),
+        checkpoint_process=proc.index if proc.count > 1 else None,
+        progress=progress,
+        postfix=postfix,
+        on_checkpoint=write_metrics if single else None,
+    )  # fmt: skip
     part = {
-        "history": history,
-        "diverged": final.diverged[:n],
-        "diverged_at": final.diverged_at[:n],
+        "history": result.history,
+        "diverged": result.diverged,
+        "diverged_at": result.diverged_at,
         "runs": np.arange(mine.start, mine.stop),
-        "compile_s": compile_s,
-        "loop_s": loop_s,
-        "seed_steps": n * trained,
+        "compile_s": result.compile_s,
+        "loop_s": result.loop_s,
+        "seed_steps": (mine.stop - mine.start) * result.trained_steps,
     }
     merged = distributed.gather_parts(workdir, proc, part, len(run_seed))
     if merged is None:
         return None
     return reporting.write_population(
-        workdir, config, settings, thresholds, run_setting, run_seed, merged, num_evals,
-        program.task,
+        workdir, config, settings, thresholds, run_setting, run_seed, merged,
+        num_evaluations(config),
     )  # fmt: skip
 
 

@@ -185,7 +185,7 @@ def curves_png(history: dict, num_evals: int, threshold: float) -> bytes:
 
 
 def write_population(workdir, config, settings, thresholds, run_setting, run_seed, merged,
-                     num_evals, task):  # fmt: skip
+                     num_evals):  # fmt: skip
     """Judge every run against its setting's threshold and write each setting's outputs.
 
     One setting: the files go in ``workdir`` and its summary is returned. A sweep: each

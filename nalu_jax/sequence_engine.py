@@ -11,8 +11,6 @@ an init key and a training key; step t draws from ``fold_in(train_key, t)``.
 
 from __future__ import annotations
 
-import time
-import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -21,21 +19,10 @@ import numpy as np
 import optax
 from flax import nnx, struct
 
-from nalu_jax.checkpoint import Checkpointer
-from nalu_jax.config_utils import ConfigError, positive_int
-from nalu_jax.engine import _progress
+from nalu_jax import loop
+from nalu_jax.loop import PopulationResult
 from nalu_jax.models import MODELS
-from nalu_jax.population import blocked, pad_seed_numbers
-from nalu_jax.train import (
-    HParams,
-    _all_finite,
-    _tree_where,
-    default_chunk,
-    npu_beta,
-    num_evaluations,
-    reg_schedule,
-    seed_keys,
-)
+from nalu_jax.train import HParams, guarded_update, npu_beta, reg_schedule, seed_keys
 
 
 @struct.dataclass
@@ -58,30 +45,6 @@ class SequenceTrainer(NamedTuple):
     train_data: dict  # arrays shared by all seeds (passed as arguments, never baked in)
     eval_data: dict
     graphdef: Any
-
-
-def validate_common(config, positive=()) -> None:
-    """The run fields every recurrent experiment shares, plus ``positive`` (name, value) pairs
-    that must be integers >= 1; the first bad one raises a one-sentence ``ConfigError``."""
-    for name, value in (
-        ("num_seeds", config.num_seeds),
-        ("eval_every", config.eval_every),
-        ("seed_block", config.seed_block),
-        ("train.batch_size", config.train.batch_size),
-        *positive,
-    ):
-        positive_int(name, value)
-    for name in ("seed", "first_seed", "num_steps"):
-        positive_int(name, config[name], 0)
-    if config.num_steps % config.eval_every:
-        raise ConfigError(
-            f"eval_every must divide num_steps, got eval_every={config.eval_every} "
-            f"and num_steps={config.num_steps}."
-        )
-    if config.checkpoint_every is not None:
-        positive_int("checkpoint_every", config.checkpoint_every)
-    if not config.train.lr > 0:
-        raise ConfigError(f"train.lr must be a positive number, got {config.train.lr!r}.")
 
 
 def default_reg_scale(unit: str) -> float:
@@ -159,16 +122,8 @@ def make_sequence_trainer(
         model = nnx.merge(graphdef, params)
         model.project()
         params = nnx.state(model)
-        bad = ~(jnp.isfinite(loss) & _all_finite(params) & _all_finite(opt_state))
-        diverged = state.diverged | bad
-        new = state.replace(
-            step=state.step + 1,
-            params=_tree_where(diverged, state.params, params),
-            opt_state=_tree_where(diverged, state.opt_state, opt_state),
-            diverged=diverged,
-            diverged_at=jnp.where(bad & ~state.diverged, state.step, state.diverged_at),
-        )
-        return new, jnp.where(diverged, jnp.nan, mse)
+        new = guarded_update(state, loss, params, opt_state)
+        return new, jnp.where(new.diverged, jnp.nan, mse)
 
     def train(state: SeqState, hp: HParams, data):
         """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
@@ -180,92 +135,25 @@ def make_sequence_trainer(
     return SequenceTrainer(init, train, evaluate, hparams, train_data, eval_data, graphdef)
 
 
-class PopulationResult(NamedTuple):
-    history: dict  # {"step": [E], "train_loss": [E, S], name: [E, S, ...] per metric}
-    diverged: np.ndarray  # bool [S]
-    diverged_at: np.ndarray  # int [S]
-    compile_s: float
-    loop_s: float
-    trained_steps: int  # steps trained in this call (0 when resumed from the end)
-    resumed_from_step: int | None  # the checkpoint this call started from; None: fresh
-
-
 def run_population(
     trainer, config, seeds, checkpoint_dir, *, progress=True, desc=None, on_checkpoint=None
-):
-    """Train ``seeds`` (seed numbers ``[S]``) for ``config.num_steps``, evaluating every
-    ``config.eval_every`` steps (and at steps 0 and num_steps); resumes from ``checkpoint_dir``.
+) -> PopulationResult:
+    """Train ``seeds`` (seed numbers ``[S]``) for ``config.num_steps`` through the shared
+    population loop (``nalu_jax.loop``: every local device, checkpoints, resume).
 
     ``on_checkpoint(history, num_done, diverged_at)`` runs after each intermediate checkpoint
     (e.g. to rewrite ``metrics.jsonl``).
     """
-    seeds = np.asarray(seeds)
-    n, block = len(seeds), int(config.seed_block)
-    eval_every = int(config.eval_every)
-    num_evals = num_evaluations(config)
-    init = jax.jit(jax.vmap(trainer.init))
-    evaluate = jax.jit(blocked(trainer.evaluate, block, (0, None)))
-    train = jax.jit(blocked(trainer.train, block, (0, None, None)), donate_argnums=0)
-    hp, tdata, edata = trainer.hparams, trainer.train_data, trainer.eval_data
-
-    states = init(seed_keys(config.seed, pad_seed_numbers(seeds, block)))
-    shapes = jax.eval_shape(evaluate, states, edata)
-    history = {
-        k: np.full((num_evals, n) + v.shape[1:], np.nan, np.float32) for k, v in shapes.items()
-    }
-    history["train_loss"] = np.full((num_evals, n), np.nan, np.float32)
-    history["step"] = np.full((num_evals,), -1, np.int64)
-
-    ckpt = Checkpointer(checkpoint_dir)
-    done, resumed = 0, ckpt.latest_step()
-    if resumed is not None:
-        saved = ckpt.restore(resumed, {"states": states, "history": history})
-        states = saved["states"]
-        history = {k: np.asarray(v) for k, v in saved["history"].items()}
-        done = int(np.sum(history["step"] >= 0))
-
-    t0 = time.perf_counter()
-    if done < num_evals:  # a finished run only reports
-        evaluate_c = evaluate.lower(states, edata).compile()
-        train_c = train.lower(states, hp, tdata).compile() if config.num_steps else None
-    compile_s = time.perf_counter() - t0
-
-    chunk = default_chunk(config)
-    bar = _progress(int(config.num_steps), done * eval_every, progress)
-    if bar is not None and desc:
-        bar.set_description(desc)
-    t_loop, trained = time.perf_counter(), 0
-    for e in range(done, num_evals):
-        metrics = evaluate_c(states, edata)
-        history["step"][e] = e * eval_every
-        for name, value in metrics.items():
-            history[name][e] = np.asarray(value)[:n]
-        if e == num_evals - 1:
-            break
-        states, losses = train_c(states, hp, tdata)
-        with warnings.catch_warnings():  # all-NaN rows: diverged seeds
-            warnings.simplefilter("ignore", RuntimeWarning)
-            history["train_loss"][e + 1] = np.nanmean(np.asarray(losses)[:n], axis=1)
-        trained += eval_every
-        if bar is not None:
-            bar.set_postfix(diverged=int(np.sum(np.asarray(states.diverged)[:n])))
-            bar.update(eval_every)
-        if (e + 1) % chunk == 0 and e + 1 < num_evals - 1:  # the last one is saved below
-            ckpt.save((e + 1) * eval_every, {"states": states, "history": history})
-            if on_checkpoint is not None:
-                on_checkpoint(history, e + 1, np.asarray(states.diverged_at)[:n])
-    loop_s = time.perf_counter() - t_loop
-    if bar is not None:
-        bar.close()
-    if done < num_evals:
-        ckpt.save(int(config.num_steps), {"states": states, "history": history})
-    ckpt.close()
-    return PopulationResult(
-        history,
-        np.asarray(states.diverged)[:n],
-        np.asarray(states.diverged_at)[:n],
-        compile_s,
-        loop_s,
-        trained,
-        resumed,
+    return loop.run_population(
+        init=trainer.init,
+        keys=seed_keys(config.seed, np.asarray(seeds)),
+        train=trainer.train,
+        evaluate=lambda state, data: (state, trainer.evaluate(state, data)),
+        train_args=(trainer.hparams, trainer.train_data),
+        eval_args=(trainer.eval_data,),
+        config=config,
+        checkpoint_dir=checkpoint_dir,
+        progress=progress,
+        desc=desc,
+        on_checkpoint=on_checkpoint,
     )

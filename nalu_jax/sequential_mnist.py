@@ -27,13 +27,12 @@ from nalu_jax import metrics as metrics_lib
 from nalu_jax import reporting
 from nalu_jax import sequence_reporting as rep
 from nalu_jax import sequential_mnist_report as report
-from nalu_jax.config_utils import ConfigError
+from nalu_jax.config_utils import ConfigError, validate_common
 from nalu_jax.sequence_engine import (
     hparams_from_config,
     make_sequence_trainer,
     regularized_loss,
     run_population,
-    validate_common,
 )
 from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
 from nalu_jax.sequential_mnist_report import FIELDS, format_summary

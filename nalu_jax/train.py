@@ -109,6 +109,26 @@ def _all_finite(tree):
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
 
+def guarded_update(state, loss, params, opt_state, **fields):
+    """The next state of one seed: its update, unless the loss, parameters or optimiser state
+    became non-finite — then the seed keeps its last finite values, is marked diverged for
+    good (``diverged_at`` = this step) and never touches another seed (a ``where``).
+
+    ``state`` has ``step``, ``params``, ``opt_state``, ``diverged``, ``diverged_at``; ``fields``
+    are further fields to replace.
+    """
+    bad = ~(jnp.isfinite(loss) & _all_finite(params) & _all_finite(opt_state))
+    diverged = state.diverged | bad
+    return state.replace(
+        step=state.step + 1,
+        params=_tree_where(diverged, state.params, params),
+        opt_state=_tree_where(diverged, state.opt_state, opt_state),
+        diverged=diverged,
+        diverged_at=jnp.where(bad & ~state.diverged, state.step, state.diverged_at),
+        **fields,
+    )
+
+
 def reg_schedule(step, hp: HParams, kind: str):
     """s(t): the linear ramp between λ_start and λ_end, or 1 − exp(−1e-5·t)."""
     t = step.astype(jnp.float32)
@@ -295,19 +315,10 @@ def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, e
         hist, count, reinits = state.loss_hist, state.hist_count, state.reinits
         if hist_len:
             params, opt_state, hist, count, reinits = inalu_reinit(state, params, opt_state, mse)
-        bad = ~(jnp.isfinite(loss) & _all_finite(params) & _all_finite(opt_state))
-        diverged = state.diverged | bad
-        new = state.replace(
-            step=state.step + 1,
-            params=_tree_where(diverged, state.params, params),
-            opt_state=_tree_where(diverged, state.opt_state, opt_state),
-            diverged=diverged,
-            diverged_at=jnp.where(bad & ~state.diverged, state.step, state.diverged_at),
-            loss_hist=hist,
-            hist_count=count,
-            reinits=reinits,
+        new = guarded_update(
+            state, loss, params, opt_state, loss_hist=hist, hist_count=count, reinits=reinits
         )
-        return new, jnp.where(diverged, jnp.nan, mse)
+        return new, jnp.where(new.diverged, jnp.nan, mse)
 
     def train(state: TrainState, hp: HParams):
         """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
