@@ -96,7 +96,6 @@ def get_config(arg=None):
         c.num_steps = 100
         c.eval_every = 50
         c.checkpoint_every = 50
-        c.data.source = "sklearn_digits"
         c.task.test_lengths = _SMOKE_LENGTHS.get(v["task"], (1, 10))
         c.task.eval_sequences = 32
         c.train.batch_size = 8

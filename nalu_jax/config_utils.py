@@ -80,6 +80,11 @@ def build_task(config) -> task_lib.ArithmeticTask:
         interpolation_range=_tuples(tc.interpolation_range),
         extrapolation_range=_tuples(tc.extrapolation_range),
     )
+    if tc.kind != "single_module" and tc.get("range_index") is not None:
+        raise ConfigError(
+            "task.range_index applies only to task.kind 'single_module'; set "
+            "task.interpolation_range and task.extrapolation_range instead."
+        )
     try:
         if tc.kind == "single_module":
             if tc.op not in ("add", "sub", "mul", "div"):

@@ -61,6 +61,21 @@ BAD = {
         "range_index must be",
     ),
     "missing config file": (["--config=configs/nope.py"], "could not be loaded"),
+    "missing data file": (
+        [
+            "--config=configs/sequential_mnist.py:task=sum,data=mnist_idx,smoke",
+            "--config.data.directory=/nonexistent",
+        ],
+        "data file '/nonexistent/train-images-idx3-ubyte' does not exist",
+    ),
+    "recurrent length": (
+        ["--config=configs/recurrent.py:smoke", "--config.task.test_length=0"],
+        "task.test_length must be an integer >= 1",
+    ),
+    "sweep of a static field": (
+        [SMOKE, "--config.sweep.range_index=(1,2)"],
+        "task.range_index applies only to task.kind 'single_module'",
+    ),
     "unknown field": ([SMOKE, "--config.num_seedz=3"], "names no field of the config"),
 }
 
