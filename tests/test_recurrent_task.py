@@ -93,7 +93,7 @@ def test_nau_cell_learns_the_sum_and_extrapolates_to_length_1000(tmp_path):
     # One accumulator (hidden 1) over 4 inputs, two single-input subsets and 2 irrelevant ones:
     # small enough to converge in 5,000 steps. The spec's hidden-2, 10-input model needs far
     # longer budgets (see nalu_jax/recurrent.py).
-    config = load_config("recurrent", "model=nau,op=add,seeds=4")
+    config = load_config("recurrent", "model=nau,op=add,seeds=8")
     config.seed_block = 4
     config.num_steps, config.eval_every, config.checkpoint_every = 5000, 100, 5000
     config.eval_size, config.task.threshold_samples = 100, 5000
@@ -104,4 +104,4 @@ def test_nau_cell_learns_the_sum_and_extrapolates_to_length_1000(tmp_path):
     config.train.reg_start, config.train.reg_end = 1000.0, 3000.0
     assert build_task(config).subset_size == 1
     summary = train_and_evaluate(config, str(tmp_path), progress=False)
-    assert summary["solved"] >= 3, summary
+    assert summary["solved"] >= 5, summary  # most of 8 seeds (6 with the current numerics)

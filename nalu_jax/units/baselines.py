@@ -17,7 +17,13 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax.units._base import ArithmeticUnit, check_choice, glorot_uniform, kaiming_uniform
+from nalu_jax.units._base import (
+    ArithmeticUnit,
+    check_choice,
+    glorot_uniform,
+    kaiming_uniform,
+    thin_matmul,
+)
 
 ACTIVATIONS = (
     "relu",
@@ -77,7 +83,7 @@ class Linear(ArithmeticUnit):
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
-        return x @ self.w[...] + self.b[...]
+        return thin_matmul(x, self.w[...]) + self.b[...]
 
 
 class Activation(ArithmeticUnit):
@@ -99,7 +105,7 @@ class Activation(ArithmeticUnit):
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
-        z = x @ self.w[...] + self.b[...]
+        z = thin_matmul(x, self.w[...]) + self.b[...]
         if self.activation == "prelu":
             return jnp.where(z >= 0, z, self.alpha[...] * z)
         return _FUNCTIONS[self.activation](z)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax.units._base import EPS, ArithmeticUnit
+from nalu_jax.units._base import EPS, ArithmeticUnit, thin_matmul
 
 W_HAT_MEAN, M_HAT_MEAN, INIT_STD = 0.88, 0.5, 0.2
 REG_THRESHOLD = 20.0
@@ -53,8 +53,8 @@ class INALU(ArithmeticUnit):
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         w_a, w_m = self.add_weight(), self.mul_weight()
-        a = x @ w_a
-        log_m = jnp.log(jnp.maximum(jnp.abs(x), EPS)) @ w_m
+        a = thin_matmul(x, w_a)
+        log_m = thin_matmul(jnp.log(jnp.maximum(jnp.abs(x), EPS)), w_m)
         m = jnp.exp(jnp.minimum(log_m, self.omega))
         w_abs = jnp.abs(w_m)
         s = jnp.prod(w_abs * jnp.sign(x)[..., :, None] + 1.0 - w_abs, axis=-2)

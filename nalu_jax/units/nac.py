@@ -20,6 +20,7 @@ from nalu_jax.units._base import (
     ArithmeticUnit,
     glorot_normal,
     nac_radius,
+    thin_matmul,
     uniform,
 )
 from nalu_jax.units.nau_nmu import NMU
@@ -27,7 +28,7 @@ from nalu_jax.units.nau_nmu import NMU
 
 def log_space_matmul(x, w):
     """exp(log(|x| + ε) @ W) for ``x`` ``[..., in]`` and ``w`` ``[in, out]`` -> ``[..., out]``."""
-    return jnp.exp(jnp.log(jnp.abs(x) + EPS) @ w)
+    return jnp.exp(thin_matmul(jnp.log(jnp.abs(x) + EPS), w))
 
 
 class NAC(ArithmeticUnit):
@@ -46,7 +47,7 @@ class NAC(ArithmeticUnit):
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
-        return x @ self.weight()
+        return thin_matmul(x, self.weight())
 
     def sparsity_weights(self) -> tuple:
         return (self.weight(),)

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax.units._base import ArithmeticUnit, glorot_uniform, nac_radius, uniform
+from nalu_jax.units._base import ArithmeticUnit, glorot_uniform, nac_radius, thin_matmul, uniform
 from nalu_jax.units.nac import log_space_matmul
 
 LN_PHI = math.log((1.0 + math.sqrt(5.0)) / 2.0)  # ≈ 0.4812
@@ -88,20 +88,20 @@ class NALU(ArithmeticUnit):
 
     def gates(self, x):
         """(g_add, g_mul), each ``[..., out]``; g_mul = 1 − g_add with a single gate."""
-        z = x @ self.g[...]
+        z = thin_matmul(x, self.g[...])
         if self.gate_bias:
             z = z + self.g_bias[...]
         g = self._sigmoid(z)
         if not self.two_gates:
             return g, 1.0 - g
-        z_mul = x @ self.g_mul[...]
+        z_mul = thin_matmul(x, self.g_mul[...])
         if self.gate_bias:
             z_mul = z_mul + self.g_mul_bias[...]
         return g, self._sigmoid(z_mul)
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
-        a = x @ self.add_weight()
+        a = thin_matmul(x, self.add_weight())
         m = log_space_matmul(x, self.mul_weight())
         g_add, g_mul = self.gates(x)
         return g_add * a + g_mul * m

@@ -18,6 +18,7 @@ from nalu_jax.units._base import (
     clamp_param,
     glorot_uniform,
     nau_radius,
+    thin_matmul,
     uniform,
 )
 
@@ -43,7 +44,7 @@ class NAU(ArithmeticUnit):
         return jnp.clip(self.w[...], -1.0, 1.0)
 
     def __call__(self, x, *, training: bool = False, key=None):
-        return x @ self.weight()
+        return thin_matmul(x, self.weight())
 
     def regularizers(self, x) -> dict:
         a = jnp.abs(self.weight())
@@ -151,7 +152,7 @@ class GatedNAUNMU(ArithmeticUnit):
         self.g = nnx.Param(glorot_uniform(rngs.params(), (in_features, out_features)))
 
     def gate(self, x):
-        return jax.nn.sigmoid(x @ self.g[...])
+        return jax.nn.sigmoid(thin_matmul(x, self.g[...]))
 
     def __call__(self, x, *, training: bool = False, key=None):
         g = self.gate(x)

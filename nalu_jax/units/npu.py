@@ -26,6 +26,7 @@ from nalu_jax.units._base import (
     clamp_param,
     glorot_uniform,
     nau_radius,
+    thin_matmul,
     uniform,
 )
 
@@ -75,7 +76,7 @@ class RealNPU(ArithmeticUnit):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         log_r, k = _npu_polar(x, self.g[...])
         w_re = self.w_re[...]
-        return jnp.exp(log_r @ w_re) * jnp.cos(k @ w_re)
+        return jnp.exp(thin_matmul(log_r, w_re)) * jnp.cos(thin_matmul(k, w_re))
 
     def _params(self) -> tuple:
         return (self.w_re[...], self.g[...])
@@ -116,7 +117,8 @@ class NPU(RealNPU):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         log_r, k = _npu_polar(x, self.g[...])
         w_re, w_im = self.w_re[...], self.w_im[...]
-        return jnp.exp(log_r @ w_re - k @ w_im) * jnp.cos(k @ w_re + log_r @ w_im)
+        mm = thin_matmul
+        return jnp.exp(mm(log_r, w_re) - mm(k, w_im)) * jnp.cos(mm(k, w_re) + mm(log_r, w_im))
 
     def _params(self) -> tuple:
         return (self.w_re[...], self.w_im[...], self.g[...])

@@ -20,6 +20,7 @@ from nalu_jax.units._base import (
     ArithmeticUnit,
     clamp_param,
     nau_radius,
+    thin_matmul,
     uniform,
 )
 from nalu_jax.units.nau_nmu import nmu_product
@@ -100,7 +101,7 @@ class NMRU(ArithmeticUnit):
         xr = jnp.concatenate([x, 1.0 / (x + eps)], axis=-1)
         # The magnitude goes through the NMU; the sign comes from the NPU-style cosine.
         k = jnp.where(xr < 0, math.pi, 0.0)
-        return nmu_product(jnp.abs(xr), w) * jnp.cos(k @ w)
+        return nmu_product(jnp.abs(xr), w) * jnp.cos(thin_matmul(k, w))
 
     def regularizers(self, x) -> dict:
         del x
