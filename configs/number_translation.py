@@ -18,7 +18,7 @@ Any field can also be set on the command line, e.g. ``--config.model.hidden_size
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg
+from nalu_jax.config_utils import parse_config_arg, sequence_train_config
 
 
 def get_config(arg=None):
@@ -46,21 +46,7 @@ def get_config(arg=None):
     c.model.learn_initial_state = False
     c.model.unit_options = ml_collections.ConfigDict()
 
-    c.train = ml_collections.ConfigDict()
-    c.train.batch_size = 64
-    c.train.lr = 1e-3
-    c.train.beta1 = 0.9
-    c.train.beta2 = 0.999
-    c.train.adam_eps = 1e-8
-    c.train.grad_clip = ml_collections.FieldReference(None, field_type=float)
-    c.train.reg_scale = ml_collections.FieldReference(
-        None, field_type=float
-    )  # None: NAU 0.01, else 10
-    c.train.reg_start = 1e4  # λ ramp, as for sequential MNIST
-    c.train.reg_end = 1e5
-    c.train.lambda_z = 0.0
-    c.train.npu_beta_start = 1e-7
-    c.train.npu_beta_end = 1e-5
+    c.train = sequence_train_config()
 
     if v["smoke"]:
         c.num_seeds = 2

@@ -23,7 +23,7 @@ on the command line, e.g. ``--config.task.test_lengths='(1,10,100)'``.
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg
+from nalu_jax.config_utils import parse_config_arg, sequence_train_config
 
 _TASKS = {
     # task: (train length, test lengths)
@@ -69,21 +69,7 @@ def get_config(arg=None):
     c.model.learn_initial_state = False
     c.model.unit_options = ml_collections.ConfigDict()
 
-    c.train = ml_collections.ConfigDict()
-    c.train.batch_size = 64
-    c.train.lr = 1e-3
-    c.train.beta1 = 0.9
-    c.train.beta2 = 0.999
-    c.train.adam_eps = 1e-8
-    c.train.grad_clip = ml_collections.FieldReference(None, field_type=float)
-    c.train.reg_scale = ml_collections.FieldReference(
-        None, field_type=float
-    )  # None: NAU 0.01, else 10
-    c.train.reg_start = 1e4  # λ ramp from step 1e4 to 1e5 (tasks.md §4)
-    c.train.reg_end = 1e5
-    c.train.lambda_z = 0.0
-    c.train.npu_beta_start = 1e-7
-    c.train.npu_beta_end = 1e-5
+    c.train = sequence_train_config()
 
     c.reference = ml_collections.ConfigDict()
     c.reference.num_seeds = 10  # solved-accumulator seeds setting the thresholds

@@ -19,7 +19,6 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import reporting
@@ -76,10 +75,6 @@ def make_trainer(config):
             **options,
         )
 
-    try:
-        nnx.eval_shape(lambda: factory(nnx.Rngs(0)))  # bad model options fail here, not in jit
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"model: {e}") from None
     numbers = tr_lib.split(int(config.data.split_seed))
     arrays = {k: tr_lib.dataset(v) for k, v in numbers.items()}
     batch = int(config.train.batch_size)

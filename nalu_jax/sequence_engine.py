@@ -20,6 +20,7 @@ import optax
 from flax import nnx, struct
 
 from nalu_jax import loop
+from nalu_jax.config_utils import ConfigError
 from nalu_jax.loop import PopulationResult
 from nalu_jax.models import MODELS
 from nalu_jax.train import HParams, guarded_update, npu_beta, reg_schedule, seed_keys
@@ -92,7 +93,10 @@ def make_sequence_trainer(
       batch_loss: ``(model, hp, step, key, train_data) -> (loss, mse)`` on one fresh batch.
       eval_metrics: ``(model, eval_data) -> {name: array}`` for one seed.
     """
-    graphdef, _ = nnx.split(nnx.eval_shape(lambda: factory(nnx.Rngs(0))))  # no eager init
+    try:  # abstract construction: no eager init, and bad model options fail here, not in jit
+        graphdef, _ = nnx.split(nnx.eval_shape(lambda: factory(nnx.Rngs(0))))
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"model: {e}") from None
     tr = config.train
     tx = optax.scale_by_adam(b1=tr.beta1, b2=tr.beta2, eps=tr.adam_eps)
     if tr.grad_clip:

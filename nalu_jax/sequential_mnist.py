@@ -21,7 +21,6 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import reporting
@@ -106,10 +105,6 @@ def make_trainer(config, cell: str | None = None, dataset=None):
             **options,
         )
 
-    try:
-        nnx.eval_shape(lambda: factory(nnx.Rngs(0)))  # bad model options fail here, not in jit
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"model: {e}") from None
     batch, train_length = int(config.train.batch_size), int(config.task.train_length)
 
     def batch_loss(model, hp, step, key, data):
