@@ -13,7 +13,7 @@ tested on a 401-point grid over [−20, 20]; Adam 1e-3, batch 128, 10,000 steps,
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg
+from nalu_jax.config_utils import parse_config_arg, run_config
 
 ACTIVATIONS = (
     "relu", "sigmoid", "tanh", "relu6", "leaky_relu", "elu", "selu", "prelu", "swish",
@@ -23,13 +23,7 @@ ACTIVATIONS = (
 
 def get_config(arg=None):
     v = parse_config_arg(arg, {"seeds": 100, "steps": 10_000})
-    c = ml_collections.ConfigDict()
-    c.experiment = "identity"
-    c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
-    c.first_seed = 0
-    c.num_seeds = v["seeds"]
-    c.num_steps = v["steps"]
-    c.seed_block = 16
+    c = run_config("identity", num_seeds=v["seeds"], num_steps=v["steps"], seed_block=16)
 
     c.identity = ml_collections.ConfigDict()
     c.identity.activations = ACTIVATIONS  # unit names: activations, linear, nac_add, nau

@@ -18,20 +18,14 @@ Any field can also be set on the command line, e.g. ``--config.model.hidden_size
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg, sequence_train_config
+from nalu_jax.config_utils import parse_config_arg, run_config, sequence_train_config
 
 
 def get_config(arg=None):
     v = parse_config_arg(arg, {"model": "nau", "seeds": 10, "steps": 100_000})
-    c = ml_collections.ConfigDict()
-    c.experiment = "number_translation"
-    c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
-    c.first_seed = 0
-    c.num_seeds = v["seeds"]
-    c.num_steps = v["steps"]
+    c = run_config("number_translation", num_seeds=v["seeds"], num_steps=v["steps"], seed_block=8)
     c.eval_every = 1_000
     c.checkpoint_every = 10_000
-    c.seed_block = 8  # fixed (never derived from num_seeds): seed k alone == seed k among others
     c.success_accuracy = 1.0  # solved: this exact-match accuracy on the test numbers
 
     c.data = ml_collections.ConfigDict()

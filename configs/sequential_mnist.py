@@ -23,7 +23,7 @@ on the command line, e.g. ``--config.task.test_lengths='(1,10,100)'``.
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg, sequence_train_config
+from nalu_jax.config_utils import parse_config_arg, run_config, sequence_train_config
 
 _TASKS = {
     # task: (train length, test lengths)
@@ -39,15 +39,9 @@ def get_config(arg=None):
         arg,
         {"task": "sum", "model": "nau", "seeds": 10, "steps": 100_000, "data": "sklearn_digits"},
     )
-    c = ml_collections.ConfigDict()
-    c.experiment = "sequential_mnist"
-    c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
-    c.first_seed = 0
-    c.num_seeds = v["seeds"]
-    c.num_steps = v["steps"]
+    c = run_config("sequential_mnist", num_seeds=v["seeds"], num_steps=v["steps"], seed_block=8)
     c.eval_every = 1_000
     c.checkpoint_every = 10_000
-    c.seed_block = 8  # fixed (never derived from num_seeds): seed k alone == seed k among others
 
     c.data = ml_collections.ConfigDict()
     c.data.source = v["data"]  # sklearn_digits | mnist_idx | synthetic (tests only)

@@ -189,22 +189,33 @@ def threshold_settings(config) -> dict:
     )
 
 
+def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: int):
+    """A ConfigDict with the top-level run fields every experiment has.
+
+    ``seed_block``: seeds run in blocks of this many (padded), so results are bitwise
+    independent of how many seeds run together; it is fixed per config, never derived from
+    ``num_seeds``. Changing it may change the last bits of every result.
+    """
+    import ml_collections
+
+    c = ml_collections.ConfigDict()
+    c.experiment = experiment  # see nalu_jax.experiments.EXPERIMENTS
+    c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
+    c.first_seed = 0
+    c.num_seeds = num_seeds
+    c.num_steps = num_steps
+    c.seed_block = seed_block
+    return c
+
+
 def base_config():
     """Every field the arithmetic engine reads, with the spec's defaults (configs override)."""
     import ml_collections
 
-    c = ml_collections.ConfigDict()
-    c.experiment = "arithmetic"  # see nalu_jax.experiments.EXPERIMENTS
-    c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
-    c.first_seed = 0
-    c.num_seeds = 10
-    c.num_steps = 50_000
+    c = run_config("arithmetic", num_seeds=10, num_steps=50_000, seed_block=10)
     c.eval_every = 1_000
     c.checkpoint_every = 10_000  # steps between checkpoints (rounded up to eval periods)
     c.eval_size = 10_000  # samples in each of the fixed validation and test sets
-    # Seeds run in blocks of this many (padded): results are bitwise independent of how many
-    # seeds run together. Changing it may change the last bits of every result.
-    c.seed_block = 10
 
     c.task = ml_collections.ConfigDict()
     c.task.kind = "arithmetic"  # or "single_module"

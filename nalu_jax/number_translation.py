@@ -25,7 +25,6 @@ from nalu_jax import reporting
 from nalu_jax import sequence_reporting as rep
 from nalu_jax.config_utils import ConfigError, validate_common
 from nalu_jax.sequence_engine import (
-    hparams_from_config,
     make_sequence_trainer,
     regularized_loss,
     run_population,
@@ -102,8 +101,6 @@ def make_trainer(config):
         factory,
         batch_loss,
         eval_metrics,
-        hparams=hparams_from_config(config),
-        eval_every=int(config.eval_every),
         train_data=train_data,
         eval_data=eval_data,
         config=config,

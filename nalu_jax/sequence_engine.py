@@ -83,10 +83,9 @@ def regularized_loss(mse, regs: dict, hp: HParams, step):
     )
 
 
-def make_sequence_trainer(
-    factory, batch_loss, eval_metrics, *, hparams, eval_every, train_data, eval_data, config
-):
-    """Pure per-seed functions from an experiment's pieces.
+def make_sequence_trainer(factory, batch_loss, eval_metrics, *, train_data, eval_data, config):
+    """Pure per-seed functions from an experiment's pieces (hyperparameters and the evaluation
+    interval come from ``config``).
 
     Args:
       factory: ``rngs -> model`` (an ``nnx.Module`` with ``project()``).
@@ -98,6 +97,7 @@ def make_sequence_trainer(
     except (ValueError, TypeError) as e:
         raise ConfigError(f"model: {e}") from None
     tr = config.train
+    hparams, eval_every = hparams_from_config(config), int(config.eval_every)
     tx = optax.scale_by_adam(b1=tr.beta1, b2=tr.beta2, eps=tr.adam_eps)
     if tr.grad_clip:
         tx = optax.chain(optax.clip(tr.grad_clip), tx)

@@ -28,7 +28,6 @@ from nalu_jax import sequence_reporting as rep
 from nalu_jax import sequential_mnist_report as report
 from nalu_jax.config_utils import ConfigError, validate_common
 from nalu_jax.sequence_engine import (
-    hparams_from_config,
     make_sequence_trainer,
     regularized_loss,
     run_population,
@@ -146,8 +145,6 @@ def make_trainer(config, cell: str | None = None, dataset=None):
         factory,
         batch_loss,
         eval_metrics,
-        hparams=hparams_from_config(config),
-        eval_every=int(config.eval_every),
         train_data=train_data,
         eval_data=eval_data,
         config=config,
