@@ -28,6 +28,7 @@ from nalu_jax.sequence_engine import (
     make_sequence_trainer,
     regularized_loss,
     run_population,
+    run_summary,
 )
 from nalu_jax.sequence_models import NumberTranslationModel, cell_options
 from nalu_jax.tasks import translation as tr_lib
@@ -156,20 +157,10 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
         values = {k: judged[f"{split}_{k}"] for k in FIELDS}
         group = rep.group_summary(values, judged["solved"] if split == "test" else None)
         splits.append({"split": split, **group})
-    trained = len(seeds) * result.trained_steps
     summary = {
-        "model": config.model.name,
-        "num_seeds": len(seeds),
-        "first_seed": int(config.first_seed),
-        "root_seed": int(config.seed),
-        "num_steps": int(config.num_steps),
+        **run_summary(config, seeds, result),
         "success_accuracy": float(config.success_accuracy),
-        "diverged": int(result.diverged.sum()),
         "splits": splits,
-        "wall_time_s": result.compile_s + result.loop_s,
-        "compile_time_s": result.compile_s,
-        "seed_steps_per_s": trained / result.loop_s if trained else 0.0,
-        "resumed_from_step": result.resumed_from_step,
     }
     columns = {
         "seed": seeds,

@@ -161,3 +161,21 @@ def run_population(
         desc=desc,
         on_checkpoint=on_checkpoint,
     )
+
+
+def run_summary(config, seeds, result: PopulationResult) -> dict:
+    """The run-level summary fields every sequence experiment reports (model, seeds, steps,
+    divergence, timing); experiments add their own judgement on top."""
+    trained = len(seeds) * result.trained_steps
+    return {
+        "model": config.model.name,
+        "num_seeds": len(seeds),
+        "first_seed": int(config.first_seed),
+        "root_seed": int(config.seed),
+        "num_steps": int(config.num_steps),
+        "diverged": int(result.diverged.sum()),
+        "wall_time_s": result.compile_s + result.loop_s,
+        "compile_time_s": result.compile_s,
+        "seed_steps_per_s": trained / result.loop_s if trained else 0.0,
+        "resumed_from_step": result.resumed_from_step,
+    }

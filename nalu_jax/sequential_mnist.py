@@ -31,6 +31,7 @@ from nalu_jax.sequence_engine import (
     make_sequence_trainer,
     regularized_loss,
     run_population,
+    run_summary,
 )
 from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
 from nalu_jax.sequential_mnist_report import FIELDS, format_summary
@@ -242,23 +243,13 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
             reference_mse_last_mean=float(ref_mean[j]) if ref_mean is not None else None,
         )
         per_length.append(group)
-    trained = len(seeds) * result.trained_steps
     summary = {
-        "model": config.model.name,
+        **run_summary(config, seeds, result),
         "task": config.task.name,
         "data": config.data.source,
         "train_length": int(config.task.train_length),
-        "num_seeds": len(seeds),
-        "first_seed": int(config.first_seed),
-        "root_seed": int(config.seed),
-        "num_steps": int(config.num_steps),
-        "diverged": int(result.diverged.sum()),
         "image_accuracy_mean": float(np.nanmean(history["image_acc"][-1])),
         "per_length": per_length,
-        "wall_time_s": result.compile_s + result.loop_s,
-        "compile_time_s": result.compile_s,
-        "seed_steps_per_s": trained / result.loop_s if trained else 0.0,
-        "resumed_from_step": result.resumed_from_step,
     }
     columns = {
         "seed": seeds,
