@@ -82,9 +82,12 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     run_threshold = np.asarray(thresholds, np.float64)[run_setting[mine]]
     single = len(settings) == 1 and proc.count == 1
 
-    def postfix(history, done):
-        v, t = history["valid_mse"][:done], history["test_mse"][:done]
-        return {"solved": int(reporting.running_solved(v, t, run_threshold)[-1])}
+    tracker = reporting.SolvedTracker(mine.stop - mine.start, run_threshold)
+
+    def postfix(history, done):  # incremental: each evaluation row is read once
+        while tracker.rows < done:
+            tracker.update(history["valid_mse"][tracker.rows], history["test_mse"][tracker.rows])
+        return {"solved": tracker.solved}
 
     def write_metrics(history, done, diverged_at):  # progress file of a single-setting run
         lines = reporting.metrics_lines(history, done, thresholds[0], diverged_at)

@@ -62,18 +62,35 @@ def dumps(value) -> str:
     return json.dumps(_jsonable(value), sort_keys=True)
 
 
-def running_solved(valid: np.ndarray, test: np.ndarray, threshold: float) -> np.ndarray:
+class SolvedTracker:
+    """Seeds solved if the run ended now, fed one evaluation row at a time.
+
+    A seed's best step is its lowest validation MSE so far (NaN as +inf, ties keep the
+    earliest); it is solved when its test MSE there is below ``threshold`` (a scalar or one
+    per seed).
+    """
+
+    def __init__(self, num_seeds: int, threshold):
+        self.threshold = threshold
+        self.best_valid = np.full(num_seeds, np.inf)
+        self.best_test = np.full(num_seeds, np.nan)
+        self.rows = 0  # evaluation rows consumed
+        self.solved = 0  # the count after the last row
+
+    def update(self, valid_row, test_row) -> int:
+        v = np.where(np.isnan(valid_row), np.inf, valid_row)
+        better = v < self.best_valid  # strict: ties keep the earliest step
+        self.best_valid = np.where(better, v, self.best_valid)
+        self.best_test = np.where(better, test_row, self.best_test)
+        self.rows += 1
+        self.solved = int(np.sum(self.best_test < self.threshold))
+        return self.solved
+
+
+def running_solved(valid: np.ndarray, test: np.ndarray, threshold) -> np.ndarray:
     """Seeds solved if the run ended at each evaluation: ``[E, S]`` → ``[E]`` counts."""
-    v = np.where(np.isnan(valid), np.inf, valid)
-    best_v = np.full(v.shape[1], np.inf)
-    best_t = np.full(v.shape[1], np.nan)
-    out = np.zeros(v.shape[0], np.int64)
-    for e in range(v.shape[0]):
-        better = v[e] < best_v  # strict: ties keep the earliest step
-        best_v = np.where(better, v[e], best_v)
-        best_t = np.where(better, test[e], best_t)
-        out[e] = int(np.sum(best_t < threshold))
-    return out
+    tracker = SolvedTracker(valid.shape[1], threshold)
+    return np.array([tracker.update(v, t) for v, t in zip(valid, test, strict=True)], np.int64)
 
 
 def metrics_lines(history: dict, num_evals: int, threshold: float, diverged_at) -> str:
