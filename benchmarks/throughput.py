@@ -4,7 +4,7 @@
     python benchmarks/throughput.py --seeds 100 --steps 20000
 
 Model nmu, op mul, n = 100, batch 128, hidden 2, evaluation every 1,000 steps on the two
-10,000-sample sets — through ``nalu_jax.engine.train_and_evaluate``, the code path of
+10,000-sample sets — through ``nalu_jax.experiments.train_and_evaluate``, the code path of
 ``nalu_jax.main``. Each size runs in its own process so that peak resident memory is its own.
 Prints one JSON line per size: seeds, steps, seconds (compile excluded), compile_seconds,
 seed_steps_per_s, peak_rss_mib, device.
@@ -33,8 +33,7 @@ def measure(seeds: int, steps: int, extra: list[str]) -> dict:
     from absl import logging
 
     sys.path.insert(0, ROOT)
-    from nalu_jax.engine import train_and_evaluate
-    from nalu_jax.experiments import get_experiment  # noqa: F401  (same imports as main)
+    from nalu_jax.experiments import train_and_evaluate
 
     logging.set_verbosity(logging.WARNING)
     import importlib.util

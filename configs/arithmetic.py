@@ -13,7 +13,7 @@ Variants (comma-separated in the config string):
 Any field can also be set on the command line, e.g. ``--config.task.input_size=10``.
 """
 
-from nalu_jax.config_utils import base_config, parse_config_arg, smoke
+from nalu_jax.config import base_config, parse_config_arg, smoke
 
 
 def get_config(arg=None):

@@ -11,9 +11,11 @@ Defaults follow Fig. 1 of the NALU paper: 3 hidden layers of 8 units, trained on
 tested on a 401-point grid over [−20, 20]; Adam 1e-3, batch 128, 10,000 steps, 100 seeds.
 """
 
+import math
+
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg, run_config
+from nalu_jax.config import parse_config_arg, run_config
 
 ACTIVATIONS = (
     "relu", "sigmoid", "tanh", "relu6", "leaky_relu", "elu", "selu", "prelu", "swish",
@@ -24,6 +26,8 @@ ACTIVATIONS = (
 def get_config(arg=None):
     v = parse_config_arg(arg, {"seeds": 100, "steps": 10_000})
     c = run_config("identity", num_seeds=v["seeds"], num_steps=v["steps"], seed_block=16)
+    c.eval_every = math.gcd(v["steps"], 1_000)  # grid errors every E steps; judged at the last
+    c.checkpoint_every = 5_000
 
     c.identity = ml_collections.ConfigDict()
     c.identity.activations = ACTIVATIONS  # unit names: activations, linear, nac_add, nau
@@ -41,6 +45,8 @@ def get_config(arg=None):
     if v["smoke"]:
         c.num_seeds = 2
         c.num_steps = 300
+        c.eval_every = 100
+        c.checkpoint_every = 100
         c.identity.activations = ("relu", "tanh", "nau")
         c.identity.grid_size = 81
     return c

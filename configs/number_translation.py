@@ -18,7 +18,7 @@ Any field can also be set on the command line, e.g. ``--config.model.hidden_size
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg, run_config, sequence_train_config
+from nalu_jax.config import parse_config_arg, run_config, sequence_train_config
 
 
 def get_config(arg=None):

@@ -17,12 +17,13 @@ learnable zero initial state, λ̂ = 0.1 with s(t) = 1 − exp(−1e-5·t), eval
 sequences, threshold from 100,000 simulated length-1,000 sequences.
 """
 
-from nalu_jax.config_utils import base_config, parse_config_arg
+from nalu_jax.config import base_config, parse_config_arg
 
 
 def get_config(arg=None):
     v = parse_config_arg(arg, {"model": "nau", "op": "add", "seeds": 100, "steps": 100_000})
     c = base_config()
+    c.experiment = "recurrent"
     c.task.kind = "recurrent"
     c.task.op = v["op"]
     c.task.input_size = 10

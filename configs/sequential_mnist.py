@@ -23,7 +23,7 @@ on the command line, e.g. ``--config.task.test_lengths='(1,10,100)'``.
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg, run_config, sequence_train_config
+from nalu_jax.config import parse_config_arg, run_config, sequence_train_config
 
 _TASKS = {
     # task: (train length, test lengths)

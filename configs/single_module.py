@@ -16,7 +16,7 @@ NAU/NMU use the regulariser ramp 20,000 → 35,000 with λ̂ from
 ``train.reg_scale`` is None; NPU/RealNPU train with lr 5e-3 while ``train.lr`` is None.
 """
 
-from nalu_jax.config_utils import base_config, parse_config_arg, smoke
+from nalu_jax.config import base_config, parse_config_arg, smoke
 
 
 def get_config(arg=None):

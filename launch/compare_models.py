@@ -23,9 +23,9 @@ configure_host_devices()
 from absl import flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from nalu_jax import cli, reporting  # noqa: E402
+from nalu_jax import cli, report  # noqa: E402
 from nalu_jax.cli import fail, loaded_config  # noqa: E402
-from nalu_jax.config_utils import ConfigError  # noqa: E402
+from nalu_jax.config import ConfigError  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with variant string.")
 _MODELS = flags.DEFINE_list("models", None, "Model names to compare, e.g. nmu,nac_mul,nalu.")
@@ -40,7 +40,8 @@ def main(argv) -> None:
     if not _MODELS.value or not _WORKDIR.value:
         fail("--models and --workdir are required, e.g. --models=nmu,nac_mul --workdir=runs/x.")
     logging.set_verbosity(logging.WARNING)
-    from nalu_jax.engine import train_and_evaluate
+    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.run import run
 
     rows = []
     for model in _MODELS.value:
@@ -48,16 +49,16 @@ def main(argv) -> None:
         config.model.name = model  # λ̂, lr and other per-model defaults resolve from the name
         print(f"== {model}", flush=True)
         try:
-            summary = train_and_evaluate(
-                config, os.path.join(_WORKDIR.value, model), progress=_PROGRESS.value
-            )
+            experiment = EXPERIMENTS[config.get("experiment", "arithmetic")]
+            workdir = os.path.join(_WORKDIR.value, model)
+            summary = run(experiment, config, workdir, progress=_PROGRESS.value)
         except ConfigError as e:
             fail(str(e))
         rows.extend(summary["settings"] if "settings" in summary else [summary])
         for r in rows[-len(summary.get("settings", [summary])) :]:
             r["setting"] = f"{model} {r.get('setting') or ''}".strip()
-    table = reporting.combined_markdown(rows)
-    reporting.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
+    table = report.combined_markdown(rows)
+    report.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
     print(table)
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 

@@ -1,7 +1,39 @@
 """nalu_jax: neural arithmetic units in JAX/Flax NNX, trained hundreds of seeds at once.
 
-Units live in ``nalu_jax.units`` (registry ``UNITS``), networks in ``nalu_jax.models``, the
-training core in ``nalu_jax.train`` and the end-to-end experiment in ``nalu_jax.engine``.
+What a user importing the library reaches for first::
+
+    from nalu_jax import NMU, make_unit, build_model, make_train, run
+
+* units (``nalu_jax.units``): every unit as an NNX module, the registry ``UNITS``,
+  ``make_unit(name, in, out, rngs=...)``;
+* models (``nalu_jax.models``): ``build_model`` / ``model_factory`` (the units.md table
+  ``MODELS``), ``RecurrentNetwork``;
+* the training core (``nalu_jax.train``): ``make_train(recipe, config, hparams)`` → pure
+  per-seed ``init`` / ``train`` / ``evaluate``;
+* the run loop (``nalu_jax.run``): ``run(experiment, config, workdir)`` for any experiment of
+  ``nalu_jax.experiments.EXPERIMENTS``.
 """
 
+from nalu_jax.models import MODELS, ArithmeticNetwork, RecurrentNetwork, build_model, model_factory
+from nalu_jax.run import run
+from nalu_jax.train import Recipe, make_train, seed_keys
+from nalu_jax.units import *  # noqa: F403
+from nalu_jax.units import UNITS, make_unit
+from nalu_jax.units import __all__ as _units_all
+
 __version__ = "0.1.0"
+
+__all__ = [
+    *_units_all,
+    "MODELS",
+    "ArithmeticNetwork",
+    "RecurrentNetwork",
+    "Recipe",
+    "UNITS",
+    "build_model",
+    "make_train",
+    "make_unit",
+    "model_factory",
+    "run",
+    "seed_keys",
+]

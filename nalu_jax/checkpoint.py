@@ -7,11 +7,24 @@ Orbax writes to a temporary folder and renames it, so a checkpoint is either who
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+
+from nalu_jax.config import ConfigError
+
+LAYOUT = "layout"  # the saved tree's structure fingerprint (uint8 [32])
+
+
+def layout(tree) -> np.ndarray:
+    """A fingerprint of ``tree``'s structure, leaf shapes and dtypes (sha256 as uint8 [32]):
+    a checkpoint restores only into the layout that wrote it."""
+    leaves, treedef = jax.tree.flatten(tree)
+    text = repr(treedef) + repr([(np.shape(x), str(np.asarray(x).dtype)) for x in leaves])
+    return np.frombuffer(hashlib.sha256(text.encode()).digest(), np.uint8).copy()
 
 
 class Checkpointer:
@@ -42,6 +55,7 @@ class Checkpointer:
         leaves = jax.tree.leaves(tree)
         # Orbax refuses zero-size arrays; those are restored from the template instead.
         flat = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(leaves) if np.size(x)}
+        flat[LAYOUT] = layout(tree)
         self._manager.save(step, args=ocp.args.StandardSave(flat), force=True)
         self._manager.wait_until_finished()
 
@@ -53,7 +67,18 @@ class Checkpointer:
             for i, x in enumerate(leaves)
             if np.size(x)
         }
-        flat = self._manager.restore(step, args=ocp.args.StandardRestore(target))
+        target[LAYOUT] = jax.ShapeDtypeStruct((32,), np.uint8)
+        try:
+            flat = self._manager.restore(step, args=ocp.args.StandardRestore(target))
+            same = np.array_equal(np.asarray(flat[LAYOUT]), layout(like))
+        except (KeyError, ValueError, TypeError):  # no fingerprint, or other leaves
+            same = False
+        if not same:
+            raise ConfigError(
+                f"the checkpoint at step {step} in {self.directory!r} was written with another "
+                "state layout (an older nalu_jax or another model); pass --overwrite to start "
+                "the run afresh."
+            )
         restored = [flat.get(f"leaf_{i:05d}", x) for i, x in enumerate(leaves)]
         return jax.tree.unflatten(treedef, restored)
 

@@ -11,7 +11,7 @@ import sys
 import ml_collections
 from absl import app, flags
 
-from nalu_jax.config_utils import ConfigError
+from nalu_jax.config import ConfigError
 
 
 def fail(message: str) -> None:

@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from nalu_jax.config_utils import ConfigError
-from nalu_jax.reporting import atomic_write
+from nalu_jax.config import ConfigError
+from nalu_jax.report import atomic_write
 
 ENV = ("NALU_JAX_COORDINATOR", "NALU_JAX_NUM_PROCESSES", "NALU_JAX_PROCESS_ID")
 
@@ -68,13 +68,13 @@ def process_slice(num_runs: int, proc: ProcessInfo) -> slice:
     return slice(int(bounds[proc.index]), int(bounds[proc.index + 1]))
 
 
-def checkpoint_dir(workdir: str, proc: ProcessInfo) -> str:
-    base = os.path.join(workdir, "checkpoints")
+def checkpoint_dir(base: str, proc: ProcessInfo) -> str:
+    """``base`` (one process) or ``base/process_p``: each process checkpoints its own slice."""
     return base if proc.count == 1 else os.path.join(base, f"process_{proc.index}")
 
 
-def _part_path(workdir: str, index: int) -> str:
-    return os.path.join(workdir, "parts", f"process_{index}.npz")
+def _part_path(parts_dir: str, index: int) -> str:
+    return os.path.join(parts_dir, f"process_{index}.npz")
 
 
 def _flatten(part: dict) -> dict:
@@ -90,18 +90,19 @@ def _load(path: str) -> dict:
     return {"history": history, **part}
 
 
-def gather_parts(workdir: str, proc: ProcessInfo, part: dict, num_runs: int):
-    """All processes' results merged in run order (process 0), or ``None`` (the others)."""
+def gather_parts(parts_dir: str, proc: ProcessInfo, part: dict, num_runs: int):
+    """All processes' results merged in run order (process 0), or ``None`` (the others);
+    the parts meet as ``parts_dir/process_p.npz`` in the shared workdir."""
     if proc.count == 1:
         return part
-    os.makedirs(os.path.join(workdir, "parts"), exist_ok=True)
+    os.makedirs(parts_dir, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, **_flatten(part))
-    atomic_write(_part_path(workdir, proc.index), buf.getvalue())
+    atomic_write(_part_path(parts_dir, proc.index), buf.getvalue())
     if proc.index != 0:
         return None
     deadline = time.monotonic() + proc.timeout_s
-    paths = [_part_path(workdir, i) for i in range(proc.count)]
+    paths = [_part_path(parts_dir, i) for i in range(proc.count)]
     while not all(os.path.exists(p) for p in paths):
         if time.monotonic() > deadline:
             raise ConfigError("the other processes' results did not arrive in the workdir.")

@@ -1,4 +1,4 @@
-"""Command-line entry point: parse flags, then ``train_and_evaluate(config, workdir)``.
+"""Command-line entry point: parse flags, then ``run(EXPERIMENTS[config.experiment], ...)``.
 
     python -m nalu_jax.main --config=configs/arithmetic.py:model=nmu,op=mul --workdir=runs/x
     nalu-jax --config=configs/single_module.py:op=mul,model=nmu --config.num_seeds=100 ...
@@ -19,7 +19,7 @@ from ml_collections import config_flags
 
 from nalu_jax import cli
 from nalu_jax.cli import fail, loaded_config
-from nalu_jax.config_utils import ConfigError
+from nalu_jax.config import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. configs/x.py:args.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints and results.")
@@ -44,19 +44,18 @@ def main(argv) -> None:
         fail("--workdir is required: the directory for checkpoints and results.")
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
     from nalu_jax import distributed
-    from nalu_jax.experiments import get_experiment
+    from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
 
     try:
         distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
-        experiment = get_experiment(config.get("experiment", "arithmetic"))
-        summary = experiment.train_and_evaluate(
+        summary = train_and_evaluate(
             config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )
     except ConfigError as e:
         fail(str(e))
     if summary is None:  # a non-zero process of a multi-host run: process 0 reports
         return
-    print(experiment.format_summary(summary))
+    print(EXPERIMENTS[config.get("experiment", "arithmetic")].format_summary(summary))
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 
 

@@ -3,6 +3,7 @@
 * ``ArithmeticNetwork``: a stack of units (two layers ``in → hidden → 1`` for the arithmetic
   task, one unit ``in → 1`` for the single-module benchmark).
 * ``MODELS``: model name → (layer₁ unit, layer₂ unit, default λ̂, λ_start, λ_end).
+* ``RecurrentNetwork``: a recurrent cell unrolled over a sequence and a readout unit.
 * ``build_model(...)`` / ``model_factory(...)``: the network for a model name.
 * ``init_params(factory, key)`` / ``split_model(factory)``: the pure view the training core
   uses — one static ``graphdef`` and a parameter pytree per seed (``jax.vmap`` over keys).
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nalu_jax.units import ACTIVATIONS, UNITS, ArithmeticUnit, make_unit
+from nalu_jax.units.recurrent import final_output
 
 REG_KEYS = ("sparse", "z", "gate", "l1", "inalu")
 
@@ -90,6 +92,36 @@ class ArithmeticNetwork(nnx.Module):
         if not errs:
             return jnp.array(jnp.nan, jnp.float32)
         return jnp.max(jnp.stack(errs))
+
+
+class RecurrentNetwork(nnx.Module):
+    """A cell unrolled over ``xs [batch, T, in]`` and a readout unit on its last output."""
+
+    def __init__(self, cell, readout):
+        self.cell = cell
+        self.readout = readout
+
+    def __call__(self, xs, *, training: bool = False, key=None):
+        return self.apply_with_regularizers(xs, training=training, key=key)[0]
+
+    def apply_with_regularizers(self, xs, *, training: bool = False, key=None):
+        """``(y [batch, 1], {name: scalar})``: cell regularisers averaged over time + readout's."""
+        cell_key, out_key = (None, None) if key is None else tuple(jax.random.split(key))
+        # Only the last output is needed: the length-1,000 evaluation stays O(batch·hidden).
+        h, _, cell_regs = final_output(self.cell, xs, training=training, key=cell_key)
+        regs = {k: cell_regs.get(k, jnp.zeros((), jnp.float32)) for k in REG_KEYS}
+        for n, v in self.readout.regularizers(h).items():
+            regs[n] = regs[n] + v
+        return self.readout(h, training=training, key=out_key), regs
+
+    def project(self) -> None:
+        self.cell.project()
+        self.readout.project()
+
+    def sparsity_error(self):
+        """Max over the arithmetic parts (cell, readout); NaN when neither is arithmetic."""
+        parts = [p.sparsity_error() for p in (self.cell, self.readout) if p.is_arithmetic]
+        return jnp.max(jnp.stack(parts)) if parts else jnp.array(jnp.nan, jnp.float32)
 
 
 def resolve_layers(name: str, *, single_unit: bool = False, first_layer: str | None = None):

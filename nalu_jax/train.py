@@ -1,40 +1,36 @@
-"""The training core: ``make_train(config)`` → pure per-seed functions.
+"""The training core: one state, one guarded update, one optimiser, one ``make_train``.
 
-Static work (task layout, model definition, optimiser, evaluation inputs) happens once here.
-What comes back works on ONE seed; the caller ``jax.vmap``s it over seeds (and, for sweeps,
-over hyperparameters) and ``jax.jit``s it (see ``nalu_jax.engine``)::
+An experiment describes what differs in a ``Recipe`` (model factory, loss on a fresh batch,
+evaluation, optional per-seed extras); ``make_train(recipe, config, hparams)`` turns it into
+pure per-seed functions that the run loop (``nalu_jax.run``) ``vmap``s over seeds and sweep
+settings and ``jit``s::
 
-    trainer = make_train(config)
-    states = jax.vmap(trainer.init)(seed_keys)                       # [S, ...]
-    states, metrics = jax.jit(jax.vmap(trainer.evaluate, (0, None, None)))(states, hp, data)
-    states, losses = jax.jit(jax.vmap(trainer.train, (0, None)))(states, hp)
+    trainer = make_train(recipe, config, hparams)
+    states = jax.vmap(trainer.init)(seed_keys(0, range(S)))                     # [S, ...]
+    states, metrics = jax.vmap(trainer.evaluate, (0, None, None))(states, hp, eval_data)
+    states, losses = jax.vmap(trainer.train, (0, None, None))(states, hp, train_data)
 
-Keys: seed k's key is ``fold_in(key(config.seed), k)``; it is split into an init key, an offset
-key and a training key, and step t draws from ``fold_in(train_key, t)``. Nothing depends on
-which other seeds run alongside.
+Keys: seed k's key is ``fold_in(key(config.seed), k)`` (``seed_keys``); the recipe splits it
+into an init key, a training key and whatever else it needs; step t uses
+``fold_in(train_key, t)``. Nothing depends on which other seeds run alongside.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import nnx, struct
 
-from nalu_jax import tasks as task_lib
-from nalu_jax.config_utils import build_hparams, build_model_factory, build_task
-from nalu_jax.models import init_params, split_model
+from nalu_jax.config import ConfigError
+from nalu_jax.units import TrainingNeeds
 
-INALU_HISTORY = 5000  # iNALU: losses kept for the stall test
-INALU_REG_WEIGHT = 0.05
-INALU_REG_AFTER = 10_000
-INALU_CHECK_EVERY = 10
-NPU_BETA_EVERY = 10_000
+INALU_REG_WEIGHT = 0.05  # iNALU's regulariser weight once its condition holds
+INALU_REG_AFTER = 10_000  # … after this many steps, while the last validation MSE is < 1
+NPU_BETA_EVERY = 10_000  # β(t) is multiplied by 10 every this many steps
 
 
 @struct.dataclass
@@ -61,33 +57,45 @@ class TrainState:
     step: jax.Array  # int32 []
     params: Any  # nnx.State of the model
     opt_state: Any
-    key: jax.Array  # uint32 raw key data of the seed
-    offset: jax.Array  # int32 [] subset offset of this seed
+    key: jax.Array  # uint32 raw key data of the seed's training key
     diverged: jax.Array  # bool []
     diverged_at: jax.Array  # int32 [] first step whose update was non-finite, −1 if none
-    last_valid_mse: jax.Array  # float32 [] latest interpolation MSE (iNALU regulariser gate)
-    loss_hist: jax.Array  # float32 [H] iNALU stall test ring buffer (H = 1, unused, otherwise)
-    hist_count: jax.Array  # int32 [] losses stored since the last reinitialisation
-    reinits: jax.Array  # int32 [] iNALU reinitialisations so far
+    aux: Any = None  # the experiment's per-seed extras (e.g. subset offset, iNALU history)
 
 
-class EvalMetrics(NamedTuple):
-    valid_mse: jax.Array  # [] interpolation MSE on the fixed validation set
-    test_mse: jax.Array  # [] extrapolation MSE on the fixed test set
-    sparsity: jax.Array  # [] sparsity error of the model
+class Recipe(NamedTuple):
+    """What an experiment supplies to ``make_train``.
+
+    factory: ``rngs -> model`` (an ``nnx.Module`` with ``project()``).
+    loss: ``(model, hp, state, key, train_data) -> (loss, mse)`` on one fresh batch; ``key``
+      is this step's key.
+    evaluate: ``(model, state, hp, eval_data) -> (aux, metrics)``: the seed's metrics (a dict or
+      NamedTuple of arrays) and its (possibly updated) ``aux``.
+    init_aux: ``seed_key -> (init_key, train_key, aux)``; default: two keys, no aux.
+    after_update: ``(state, params, opt_state, mse) -> (params, opt_state, aux)`` after the
+      projection (e.g. iNALU's re-initialisation); default: none.
+    """
+
+    factory: Any
+    loss: Any
+    evaluate: Any
+    train_data: Any = None  # arrays shared by all seeds (arguments, never baked in)
+    eval_data: Any = None
+    init_aux: Any = None
+    after_update: Any = None
 
 
 class Trainer(NamedTuple):
-    """Pure per-seed functions plus the static facts the runner needs."""
+    """Pure per-seed functions plus the static facts the run loop needs."""
 
     init: Any  # seed_key (typed) -> TrainState
-    train: Any  # (TrainState, HParams) -> (TrainState, losses [eval_every])
-    evaluate: Any  # (TrainState, HParams, data) -> (TrainState, EvalMetrics)
-    eval_data: dict  # fixed evaluation inputs (shared by all seeds)
+    train: Any  # (TrainState, HParams, train_data) -> (TrainState, losses [eval_every])
+    evaluate: Any  # (TrainState, HParams, eval_data) -> (TrainState, metrics)
     hparams: HParams  # the config's hyperparameters (unbatched)
-    task: Any
+    train_data: Any
+    eval_data: Any
     graphdef: Any
-    threshold: float | None = None  # success threshold; None: simulated from ``task``
+    factory: Any
 
 
 def seed_keys(root_seed: int, seed_numbers):
@@ -96,11 +104,12 @@ def seed_keys(root_seed: int, seed_numbers):
     return jax.vmap(lambda k: jax.random.fold_in(root, k))(jnp.asarray(seed_numbers, jnp.uint32))
 
 
-def _or(value, default):
-    return default if value is None else value
+def init_params(factory, key):
+    """Parameters of one fresh model drawn from ``key`` (pure: ``jax.vmap`` it over keys)."""
+    return nnx.split(factory(nnx.Rngs(params=key)))[1]
 
 
-def _tree_where(cond, a, b):
+def tree_where(cond, a, b):
     return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
 
 
@@ -114,15 +123,14 @@ def guarded_update(state, loss, params, opt_state, **fields):
     became non-finite — then the seed keeps its last finite values, is marked diverged for
     good (``diverged_at`` = this step) and never touches another seed (a ``where``).
 
-    ``state`` has ``step``, ``params``, ``opt_state``, ``diverged``, ``diverged_at``; ``fields``
-    are further fields to replace.
+    ``fields`` are further fields of ``state`` to replace.
     """
     bad = ~(jnp.isfinite(loss) & _all_finite(params) & _all_finite(opt_state))
     diverged = state.diverged | bad
     return state.replace(
         step=state.step + 1,
-        params=_tree_where(diverged, state.params, params),
-        opt_state=_tree_where(diverged, state.opt_state, opt_state),
+        params=tree_where(diverged, state.params, params),
+        opt_state=tree_where(diverged, state.opt_state, opt_state),
         diverged=diverged,
         diverged_at=jnp.where(bad & ~state.diverged, state.step, state.diverged_at),
         **fields,
@@ -145,207 +153,123 @@ def npu_beta(step, hp: HParams):
     return hp.beta_start * 10.0**k
 
 
-VALID_KEY = 0x5EED_0001  # fixed keys: every seed is judged on the same evaluation sets
-TEST_KEY = 0x5EED_0002
-
-
-def evaluation_inputs(task, size: int) -> dict:
-    """The fixed validation (interpolation) and test (extrapolation) sets, range-free.
-
-    For each set: ``u`` ``[size, n]`` uniform draws in [0, 1), ``c`` the interval choice (0/1,
-    two-interval ranges only), and their subset sums at every offset ``usums``/``csums``
-    ``[size, max_offset + 1, K]``. A run rebuilds its inputs as lo₁ + (lo₂ − lo₁)·c + w·u and
-    their subset sums likewise (``range_inputs``), so every seed and every range setting of a
-    sweep is judged on the same draws, and a seed's targets cost a gather, not size × n work.
-    """
-    data = {}
-    ranges = (
-        ("valid", VALID_KEY, task.interpolation_range),
-        ("test", TEST_KEY, task.extrapolation_range),
+def regularized_loss(mse, regs: dict, hp: HParams, step, *, schedule="linear", with_z=False,
+                     gate_on=None):  # fmt: skip
+    """``mse + λ̂·s(t)·R_sparse + R_gate + β(t)·L1`` (+ ``λ_z·R_z`` when ``with_z``; left out
+    when λ_z is statically 0, so XLA drops the batch means R_z needs) (+ 0.05·R_inalu where
+    ``gate_on``). Missing regularisers count as 0."""
+    zero = jnp.zeros((), jnp.float32)
+    loss = (
+        mse
+        + hp.reg_scale * reg_schedule(step, hp, schedule) * regs.get("sparse", zero)
+        + regs.get("gate", zero)
+        + npu_beta(step, hp) * regs.get("l1", zero)
     )
-    for name, seed, rng in ranges:
-        ku, kc = jax.random.split(jax.random.key(seed))
-        u = jax.random.uniform(ku, (size, task.input_size), jnp.float32)
-        data[f"{name}_u"], data[f"{name}_usums"] = u, offset_subset_sums(task, u)
-        if task_lib.arithmetic.is_two_interval(rng):
-            c = jax.random.bernoulli(kc, 0.5, u.shape).astype(jnp.float32)
-            data[f"{name}_c"], data[f"{name}_csums"] = c, offset_subset_sums(task, c)
-    return data
+    if with_z:
+        loss = loss + hp.lambda_z * regs.get("z", zero)
+    if gate_on is not None:
+        loss = loss + jnp.where(gate_on, INALU_REG_WEIGHT, 0.0) * regs.get("inalu", zero)
+    return loss
 
 
-def range_inputs(task, data: dict, name: str, rng, offset):
-    """``(x [size, n], subset sums [size, K])`` of set ``name`` for range ``rng`` and ``offset``."""
-    lo1, lo2, width = task_lib.arithmetic.range_parts(rng)
-    sizes = jnp.asarray(task.subset_sizes, jnp.float32)
-    x = lo1 + width * data[f"{name}_u"]
-    sums = sizes * lo1 + width * jnp.take(data[f"{name}_usums"], offset, axis=1)
-    if f"{name}_c" in data:
-        x = x + (lo2 - lo1) * data[f"{name}_c"]
-        sums = sums + (lo2 - lo1) * jnp.take(data[f"{name}_csums"], offset, axis=1)
-    return x, sums
-
-
-def offset_subset_sums(task, x) -> jax.Array:
-    """Subset sums of ``x [size, n]`` at each offset 0…max_offset → ``[size, offsets, K]``.
-
-    Prefix sums in float64 on the host: each subset sum is then exact to float32 rounding.
-    """
-    xs = np.asarray(x, np.float64)
-    prefix = np.concatenate([np.zeros((xs.shape[0], 1)), np.cumsum(xs, axis=1)], axis=1)
-    offsets = np.arange(task.max_offset + 1)[:, None]
-    starts = offsets + np.asarray(task.subset_starts)[None, :]
-    ends = starts + np.asarray(task.subset_sizes)[None, :]
-    return jnp.asarray(prefix[:, ends] - prefix[:, starts], jnp.float32)
-
-
-def make_train(config) -> Trainer:
-    """Build the per-seed pure functions for an arithmetic-task config (see module doc)."""
-    task = build_task(config)
-    factory, unit_names = build_model_factory(config, task)
-    return make_trainer(
-        config,
-        task,
-        factory,
-        unit_names,
-        input_shape=(task.input_size,),
-        target_fn=functools.partial(task_lib.target, task),
-        eval_data=evaluation_inputs(task, int(config.eval_size)),
-    )
-
-
-def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, eval_data):
-    """The per-seed ``Trainer`` for a model trained on fresh inputs from ``task``'s generator.
-
-    Args:
-      factory: ``rngs -> model``; the model maps ``x [batch, *input_shape]`` to ``[batch, 1]``
-        and offers ``apply_with_regularizers``, ``project`` and ``sparsity_error`` (as
-        ``ArithmeticNetwork`` does).
-      unit_names: the units it is built from (for ``build_hparams``, iNALU and sNMU handling).
-      input_shape: one sample's shape: ``(n,)``, or ``(T, n)`` for sequences.
-      target_fn: ``(x [batch, *input_shape], masks [K, n]) -> [batch]`` targets.
-      eval_data: fixed evaluation sets shared by all seeds: ``evaluation_inputs(...)``, or
-        ``{"valid": x, "test": x}`` inputs whose targets ``target_fn`` gives.
-    """
-    graphdef, _ = split_model(factory)
-    hparams = build_hparams(config, unit_names)
-    eval_every = int(config.eval_every)
-    batch_size = int(config.train.batch_size)
-    reg_kind = str(config.train.reg_schedule)
-    uses_inalu = "inalu" in unit_names
-    uses_noise = "snmu" in unit_names
+def uses_z(config) -> bool:
+    """Whether R_z enters the loss: λ_z set, or swept."""
     sweep = config.get("sweep") or {}
-    uses_z = bool(config.train.lambda_z) or bool(sweep.get("lambda_z"))
-    hist_len = INALU_HISTORY if uses_inalu and config.train.inalu_reinit else 0
-    clip = config.train.grad_clip
-    if clip is None and uses_inalu:
-        clip = 0.1  # iNALU trains with element-wise gradient clipping to [−0.1, 0.1]
-    adam = optax.scale_by_adam(
-        b1=config.train.beta1, b2=config.train.beta2, eps=config.train.adam_eps
+    return bool(config.train.lambda_z) or bool(sweep.get("lambda_z"))
+
+
+def build_hparams(tr, needs: TrainingNeeds, *, reg_scale=0.0, reg_start=0.0, reg_end=1.0,
+                  beta=(1.0, 1.0), lr=1e-3) -> HParams:  # fmt: skip
+    """The traced ``HParams``: ``config.train`` values where set, else the experiment's
+    defaults (keywords), with the units' own (``needs.lr``; β only for units with ``l1_beta``)."""
+    value = lambda name, default: default if tr.get(name) is None else tr.get(name)
+    reg_start, reg_end = value("reg_start", reg_start), value("reg_end", reg_end)
+    if reg_end < reg_start:
+        raise ConfigError(
+            f"train.reg_end must be >= train.reg_start, got {reg_end!r} < {reg_start!r}."
+        )
+    beta_start, beta_end = value("npu_beta_start", beta[0]), value("npu_beta_end", beta[1])
+    if needs.l1_beta and not 0 < beta_start <= beta_end:
+        raise ConfigError("train.npu_beta_start must be > 0 and <= train.npu_beta_end.")
+    f = lambda v: jnp.asarray(v, jnp.float32)
+    return HParams(
+        lr=f(value("lr", needs.lr if needs.lr is not None else lr)),
+        reg_scale=f(value("reg_scale", reg_scale)),
+        reg_start=f(reg_start),
+        reg_end=f(reg_end),
+        lambda_z=f(value("lambda_z", 0.0)),
+        beta_start=f(beta_start if needs.l1_beta else 1.0),
+        beta_end=f(beta_end if needs.l1_beta else 1.0),
     )
-    tx = optax.chain(optax.clip(clip), adam) if clip else adam
-    interp = task.interpolation_range
-    sampler = str(config.train.sampler)
+
+
+def make_optimizer(tr, needs: TrainingNeeds):
+    """Adam's direction (the learning rate is applied by the step, a traced hyperparameter),
+    after element-wise clipping at ``train.grad_clip`` or the units' own clip."""
+    clip = tr.get("grad_clip")
+    clip = needs.grad_clip if clip is None else clip
+    adam = optax.scale_by_adam(b1=tr.beta1, b2=tr.beta2, eps=tr.adam_eps)
+    return optax.chain(optax.clip(clip), adam) if clip else adam
+
+
+def abstract_graphdef(factory):
+    """The static graph of ``factory``'s model, built abstractly (no eager initialisation)."""
+    return nnx.split(nnx.eval_shape(lambda: factory(nnx.Rngs(0))))[0]
+
+
+def make_train(
+    recipe: Recipe, config, hparams: HParams, needs: TrainingNeeds | None = None
+) -> Trainer:
+    """The per-seed ``Trainer`` of ``recipe`` (see the module doc); ``config.eval_every``
+    updates per ``train`` call, the optimiser from ``config.train`` and ``needs``."""
+    graphdef = abstract_graphdef(recipe.factory)
+    tx = make_optimizer(config.train, needs or TrainingNeeds())
+    eval_every = int(config.eval_every)
+    split_keys = recipe.init_aux or (lambda k: (*jax.random.split(k), None))
 
     def init(seed_key) -> TrainState:
-        init_key, offset_key, train_key = jax.random.split(seed_key, 3)
-        params = init_params(factory, init_key)
+        init_key, train_key, aux = split_keys(seed_key)
+        params = init_params(recipe.factory, init_key)
         return TrainState(
             step=jnp.zeros((), jnp.int32),
             params=params,
             opt_state=tx.init(params),
             key=jax.random.key_data(train_key),
-            offset=task_lib.sample_offset(task, offset_key).astype(jnp.int32),
             diverged=jnp.zeros((), bool),
             diverged_at=jnp.full((), -1, jnp.int32),
-            last_valid_mse=jnp.full((), jnp.inf, jnp.float32),
-            # unused (length 1) without iNALU: zero-size arrays lose their seed sharding
-            loss_hist=jnp.zeros((max(hist_len, 1),), jnp.float32),
-            hist_count=jnp.zeros((), jnp.int32),
-            reinits=jnp.zeros((), jnp.int32),
+            aux=aux,
         )
 
-    def loss_fn(params, hp, x, t, step, last_valid_mse, noise_key):
-        model = nnx.merge(graphdef, params)
-        y, regs = model.apply_with_regularizers(x, training=True, key=noise_key)
-        mse = jnp.mean((y[:, 0] - t) ** 2)
-        loss = (
-            mse
-            + hp.reg_scale * reg_schedule(step, hp, reg_kind) * regs["sparse"]
-            + regs["gate"]
-            + npu_beta(step, hp) * regs["l1"]
-        )
-        if uses_z:  # left out when λ_z is 0: XLA then drops the batch means R_z needs
-            loss = loss + hp.lambda_z * regs["z"]
-        if uses_inalu:
-            on = (step > INALU_REG_AFTER) & (last_valid_mse < 1.0)
-            loss = loss + jnp.where(on, INALU_REG_WEIGHT, 0.0) * regs["inalu"]
-        return loss, mse
+    def train_step(state: TrainState, hp: HParams, data):
+        key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
 
-    def inalu_reinit(state: TrainState, params, opt_state, mse):
-        """The per-seed stall test of iNALU; a ``where``, never a Python branch."""
-        hist = state.loss_hist.at[state.hist_count % hist_len].set(mse)
-        count = state.hist_count + 1
-        ordered = jnp.roll(hist, -(count % hist_len))  # oldest first once the buffer is full
-        first, second = ordered[: hist_len // 2], ordered[hist_len // 2 :]
-        stalled = (jnp.mean(first) <= jnp.mean(second) + jnp.std(second)) & (jnp.mean(second) > 1.0)
-        redo = (state.step % INALU_CHECK_EVERY == 0) & (count > hist_len) & stalled
-        seed_init_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), 0x1A1)
-        fresh = init_params(factory, jax.random.fold_in(seed_init_key, state.reinits + 1))
-        params = _tree_where(redo, fresh, params)
-        opt_state = _tree_where(redo, tx.init(fresh), opt_state)
-        count = jnp.where(redo, 0, count)
-        return params, opt_state, hist, count, state.reinits + redo.astype(jnp.int32)
+        def loss_fn(params):
+            return recipe.loss(nnx.merge(graphdef, params), hp, state, key, data)
 
-    def train_step(state: TrainState, hp: HParams):
-        step_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
-        data_key, noise_key = jax.random.split(step_key)
-        masks = task_lib.subset_masks(task, state.offset)
-        rng = interp if hp.interpolation_range is None else hp.interpolation_range
-        x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), rng, sampler=sampler)
-        t = target_fn(x, masks)
-        (loss, mse), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-            state.params, hp, x, t, state.step, state.last_valid_mse,
-            noise_key if uses_noise else None,
-        )  # fmt: skip
+        (loss, mse), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
         direction, opt_state = tx.update(grads, state.opt_state, state.params)
         params = jax.tree.map(lambda p, d: p - hp.lr * d, state.params, direction)
         model = nnx.merge(graphdef, params)
         model.project()
-        params = nnx.state(model)
-        hist, count, reinits = state.loss_hist, state.hist_count, state.reinits
-        if hist_len:
-            params, opt_state, hist, count, reinits = inalu_reinit(state, params, opt_state, mse)
-        new = guarded_update(
-            state, loss, params, opt_state, loss_hist=hist, hist_count=count, reinits=reinits
-        )
+        params, aux = nnx.state(model), state.aux
+        if recipe.after_update is not None:
+            params, opt_state, aux = recipe.after_update(state, params, opt_state, mse)
+        new = guarded_update(state, loss, params, opt_state, aux=aux)
         return new, jnp.where(new.diverged, jnp.nan, mse)
 
-    def train(state: TrainState, hp: HParams):
+    def train(state: TrainState, hp: HParams, data):
         """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
-        return jax.lax.scan(lambda s, _: train_step(s, hp), state, None, length=eval_every)
+        return jax.lax.scan(lambda s, _: train_step(s, hp, data), state, None, length=eval_every)
 
-    def evaluate(state: TrainState, hp: HParams, data: dict):
-        """Interpolation/extrapolation MSE on the fixed sets and the sparsity error."""
-        model = nnx.merge(graphdef, state.params)
-        masks = task_lib.subset_masks(task, state.offset)
-        ranges = {
-            "valid": _or(hp.interpolation_range, task.interpolation_range),
-            "test": _or(hp.extrapolation_range, task.extrapolation_range),
-        }
+    def evaluate(state: TrainState, hp: HParams, data):
+        aux, metrics = recipe.evaluate(nnx.merge(graphdef, state.params), state, hp, data)
+        return state.replace(aux=aux), metrics
 
-        def mse(name):
-            if f"{name}_u" in data:  # range-free draws (``evaluation_inputs``)
-                x, sums = range_inputs(task, data, name, ranges[name], state.offset)
-                t = task_lib.target_from_sums(task.op, sums)
-            else:
-                x = data[name]
-                t = target_fn(x, masks)
-            return jnp.mean((model(x)[:, 0] - t) ** 2)
-
-        metrics = EvalMetrics(mse("valid"), mse("test"), model.sparsity_error())
-        return state.replace(last_valid_mse=metrics.valid_mse), metrics
-
-    return Trainer(init, train, evaluate, eval_data, hparams, task, graphdef)
+    train_data = {} if recipe.train_data is None else recipe.train_data
+    eval_data = {} if recipe.eval_data is None else recipe.eval_data
+    return Trainer(
+        init, train, evaluate, hparams, train_data, eval_data, graphdef, recipe.factory
+    )  # fmt: skip
 
 
 def num_evaluations(config) -> int:
@@ -355,5 +279,5 @@ def num_evaluations(config) -> int:
 
 def default_chunk(config) -> int:
     """Evaluation periods between checkpoints (≈ every ``checkpoint_every`` steps)."""
-    every = int(config.checkpoint_every or config.num_steps)
+    every = int(config.get("checkpoint_every") or config.num_steps)
     return max(1, math.ceil(every / int(config.eval_every)))

@@ -7,8 +7,8 @@ import os
 import shutil
 import time
 
-from nalu_jax.config_utils import ConfigError
-from nalu_jax.reporting import atomic_write
+from nalu_jax.config import ConfigError
+from nalu_jax.report import atomic_write
 
 
 def config_json(config) -> str:

@@ -12,9 +12,10 @@ import pytest
 from conftest import load_config
 from flax import nnx
 
-from nalu_jax.config_utils import ConfigError
+from nalu_jax.config import ConfigError
+from nalu_jax.experiments import train_and_evaluate
+from nalu_jax.experiments.sequential_mnist import thresholds_from
 from nalu_jax.sequence_models import SequentialDigitsModel
-from nalu_jax.sequential_mnist import thresholds_from, train_and_evaluate
 from nalu_jax.tasks import digits
 
 

@@ -9,8 +9,8 @@ import pytest
 from conftest import load_config, tiny
 
 from nalu_jax import checkpoint as checkpoint_lib
-from nalu_jax.config_utils import ConfigError
-from nalu_jax.engine import train_and_evaluate
+from nalu_jax.config import ConfigError
+from nalu_jax.experiments import train_and_evaluate
 
 
 def read_csv(workdir):

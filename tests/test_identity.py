@@ -6,15 +6,14 @@ import json
 import pytest
 from conftest import load_config
 
-from nalu_jax.config_utils import ConfigError
-from nalu_jax.experiments import get_experiment
-from nalu_jax.identity import train_and_evaluate
+from nalu_jax.config import ConfigError
+from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
 
 
 def test_smoke_config_writes_every_output(tmp_path):
     config = load_config("identity", "smoke")
-    experiment = get_experiment(config.experiment)
-    summary = experiment.train_and_evaluate(config, str(tmp_path), progress=False)
+    experiment = EXPERIMENTS[config.experiment]
+    summary = train_and_evaluate(config, str(tmp_path), progress=False)
     names = list(config.identity.activations)
     rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
     assert [(r["activation"], r["seed"]) for r in rows] == [(a, s) for a in names for s in "01"]

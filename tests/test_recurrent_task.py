@@ -11,9 +11,9 @@ import pytest
 from conftest import load_config
 from flax import nnx
 
-from nalu_jax import recurrent
-from nalu_jax.config_utils import ConfigError, build_task
-from nalu_jax.engine import train_and_evaluate
+from nalu_jax.config import ConfigError
+from nalu_jax.experiments import recurrent, train_and_evaluate
+from nalu_jax.experiments.arithmetic import build_task
 from nalu_jax.tasks import ArithmeticTask, subset_masks, success_threshold
 from nalu_jax.train import seed_keys
 
@@ -31,7 +31,7 @@ def test_target_is_the_op_on_time_summed_subsets():
 
 def test_training_batches_are_sequences_with_their_targets():
     config = load_config("recurrent", "smoke")
-    trainer = recurrent.make_train(config)
+    trainer = recurrent.make_trainer(config)
     assert trainer.eval_data["valid"].shape == (100, 10, 10)
     assert trainer.eval_data["test"].shape == (100, config.task.test_length, 10)
     assert float(trainer.eval_data["test"].min()) >= 2.0  # extrapolation range U[2, 6)
@@ -66,7 +66,7 @@ def test_smoke_config_runs_through_the_engine(tmp_path):
 @pytest.mark.parametrize("model", ["lstm", "nac_mul"])
 def test_baseline_and_log_space_cells_build(model):
     config = load_config("recurrent", f"model={model},op=mul,smoke")
-    trainer = recurrent.make_train(config)
+    trainer = recurrent.make_trainer(config)
     state = trainer.init(seed_keys(0, [0])[0])
     y = nnx.merge(trainer.graphdef, state.params)(trainer.eval_data["valid"])
     assert y.shape == (100, 1) and bool(jnp.all(jnp.isfinite(y)))
@@ -86,13 +86,14 @@ def test_bad_config_values_are_config_errors(field, value, match):
     section, name = field.split(".")
     config[section][name] = value
     with pytest.raises(ConfigError, match=match):
-        recurrent.make_train(config)
+        recurrent.validate(config)
+        recurrent.make_trainer(config)
 
 
 def test_nau_cell_learns_the_sum_and_extrapolates_to_length_1000(tmp_path):
     # One accumulator (hidden 1) over 4 inputs, two single-input subsets and 2 irrelevant ones:
     # small enough to converge in 5,000 steps. The spec's hidden-2, 10-input model needs far
-    # longer budgets (see nalu_jax/recurrent.py).
+    # longer budgets (see nalu_jax/experiments/recurrent.py).
     config = load_config("recurrent", "model=nau,op=add,seeds=8")
     config.seed_block = 4
     config.num_steps, config.eval_every, config.checkpoint_every = 5000, 100, 5000

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from conftest import ROOT, load_config, tiny
 
+from nalu_jax.experiments.arithmetic import build_task
 from nalu_jax.tasks import subset_masks, subset_sums
-from nalu_jax.train import evaluation_inputs, make_train, range_inputs
+from nalu_jax.tasks.eval_sets import evaluation_inputs, range_inputs
 
 
 def run_cli(workdir, devices):
@@ -41,7 +42,7 @@ def test_four_devices_equal_one_device(tmp_path):
 def test_evaluation_sets_rebuilt_from_draws_match_masked_sums(extrapolation):
     config = tiny(load_config("arithmetic", "model=nmu,op=mul"))
     config.task.extrapolation_range = extrapolation
-    task = make_train(config).task
+    task = build_task(config)
     data = evaluation_inputs(task, 300)
     for offset in (0, 1, 17, task.max_offset):
         x, sums = range_inputs(task, data, "test", task.extrapolation_range, offset)
@@ -103,7 +104,7 @@ def test_two_processes_equal_one_process(tmp_path):
 
 
 def test_lr_sweep_settings_equal_separate_runs(tmp_path):
-    from nalu_jax.engine import train_and_evaluate
+    from nalu_jax.experiments import train_and_evaluate
 
     config = tiny(load_config("single_module", "op=mul,model=nmu"), seeds=3)
     config.sweep.lr = (1e-3, 1e-2)
@@ -120,7 +121,7 @@ def test_lr_sweep_settings_equal_separate_runs(tmp_path):
 
 
 def test_range_sweep_runs_nine_ranges_in_one_program(tmp_path):
-    from nalu_jax.engine import train_and_evaluate
+    from nalu_jax.experiments import train_and_evaluate
     from nalu_jax.tasks import range_pair
 
     config = tiny(load_config("single_module", "op=add,model=nau"), seeds=2, steps=500)
@@ -137,8 +138,8 @@ def test_range_sweep_runs_nine_ranges_in_one_program(tmp_path):
 
 
 def test_unsweepable_field_is_a_config_error(tmp_path):
-    from nalu_jax.config_utils import ConfigError
-    from nalu_jax.engine import train_and_evaluate
+    from nalu_jax.config import ConfigError
+    from nalu_jax.experiments import train_and_evaluate
 
     config = tiny(load_config("single_module", "op=add,model=nau"))
     with config.unlocked():

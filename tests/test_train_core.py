@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from conftest import load_config, tiny
 
+from nalu_jax.experiments.arithmetic import make_trainer as make_train
 from nalu_jax.population import blocked
-from nalu_jax.train import HParams, make_train, npu_beta, reg_schedule, seed_keys
+from nalu_jax.train import HParams, npu_beta, reg_schedule, seed_keys
 
 
 def hp(**kw):
@@ -53,7 +54,8 @@ def one_step(config, w0):
     states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
     w = jnp.broadcast_to(jnp.asarray(w0, jnp.float32), (2, 2, 1))
     states.params["layers"][0]["w"][...] = w
-    states, _ = jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(states, trainer.hparams)
+    train = jax.jit(jax.vmap(trainer.train, in_axes=(0, None, None)))
+    states, _ = train(states, trainer.hparams, trainer.train_data)
     return np.asarray(states.params["layers"][0]["w"][...])
 
 
@@ -86,11 +88,11 @@ def test_inalu_reinitialises_stalled_seeds_per_seed():
     trainer = make_train(config)
     states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
     before = np.asarray(states.params["layers"][0]["w_hat_a"][...])
-    train = jax.jit(blocked(trainer.train, 2, (0, None)))
+    train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
     for _ in range(11):  # 5,500 steps: the first test after 5,000 losses is at step 5,010
-        states, _ = train(states, trainer.hparams)
-    assert np.all(np.asarray(states.reinits) >= 1)
-    assert np.all(np.asarray(states.hist_count) < 5_000)  # the store was cleared
+        states, _ = train(states, trainer.hparams, trainer.train_data)
+    assert np.all(np.asarray(states.aux.reinits) >= 1)
+    assert np.all(np.asarray(states.aux.hist_count) < 5_000)  # the store was cleared
     after = np.asarray(states.params["layers"][0]["w_hat_a"][...])
     assert not np.allclose(after, before, atol=1e-3)  # redrawn, not merely nudged
     assert not np.allclose(after[0], after[1])  # each seed draws its own parameters

@@ -9,9 +9,8 @@ import pytest
 from conftest import load_config
 from flax import nnx
 
-from nalu_jax import number_translation
-from nalu_jax.config_utils import ConfigError
-from nalu_jax.number_translation import train_and_evaluate
+from nalu_jax.config import ConfigError
+from nalu_jax.experiments import number_translation, train_and_evaluate
 from nalu_jax.sequence_models import NumberTranslationModel
 from nalu_jax.tasks import translation as tr
 

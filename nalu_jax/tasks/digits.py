@@ -24,8 +24,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nalu_jax.config_utils import ConfigError
-
 SOURCES = ("sklearn_digits", "mnist_idx", "synthetic")
 TASKS = ("sum", "product", "count")
 MNIST_FILES = {
@@ -38,30 +36,35 @@ _IDX_DTYPES = {0x08: np.uint8}  # MNIST uses only unsigned bytes
 EVAL_SEQUENCE_SEED = 0x5EED_0003  # fixed: every seed is judged on the same test sequences
 
 
+class DataError(ValueError):
+    """A missing or malformed data file or data setting; one sentence naming the field or file
+    (the experiment reports it as a config error, exit status 2)."""
+
+
 def read_idx(path: str) -> np.ndarray:
-    """An IDX file (``.gz`` or raw) as a numpy array; ``ConfigError`` naming the file if broken.
+    """An IDX file (``.gz`` or raw) as a numpy array; ``DataError`` naming the file if broken.
 
     Layout: magic ``00 00 <dtype> <ndim>``, then ``ndim`` big-endian uint32 sizes, then data.
     """
     if not os.path.isfile(path):
-        raise ConfigError(f"data file {path!r} does not exist (data.directory).")
+        raise DataError(f"data file {path!r} does not exist (data.directory).")
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b" or path.endswith(".gz"):
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as e:
-            raise ConfigError(f"data file {path!r} is not a readable gzip file ({e}).") from None
+            raise DataError(f"data file {path!r} is not a readable gzip file ({e}).") from None
     if len(raw) < 4 or raw[:2] != b"\x00\x00" or raw[2] not in _IDX_DTYPES:
-        raise ConfigError(f"data file {path!r} is not an IDX file of unsigned bytes (bad magic).")
+        raise DataError(f"data file {path!r} is not an IDX file of unsigned bytes (bad magic).")
     ndim = raw[3]
     header = 4 + 4 * ndim
     if len(raw) < header:
-        raise ConfigError(f"data file {path!r} is truncated (incomplete header).")
+        raise DataError(f"data file {path!r} is truncated (incomplete header).")
     dims = tuple(int(d) for d in np.frombuffer(raw, ">u4", ndim, 4))
     size = int(np.prod(dims, dtype=np.int64))
     if len(raw) - header < size:
-        raise ConfigError(
+        raise DataError(
             f"data file {path!r} is truncated: {len(raw) - header} of {size} data bytes."
         )
     return np.frombuffer(raw, _IDX_DTYPES[raw[2]], size, header).reshape(dims)
@@ -81,13 +84,13 @@ def load_mnist_idx(directory: str):
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
         path = _find(directory, MNIST_FILES[f"{split}_labels"])
         if images.ndim != 3 or labels.ndim != 1:
-            raise ConfigError(f"data file {path!r} or its images file has the wrong dimensions.")
+            raise DataError(f"data file {path!r} or its images file has the wrong dimensions.")
         if len(images) != len(labels):
-            raise ConfigError(
+            raise DataError(
                 f"data file {path!r} has {len(labels)} labels for {len(images)} images."
             )
         if labels.size and labels.max() > 9:
-            raise ConfigError(f"data file {path!r} holds labels outside 0–9.")
+            raise DataError(f"data file {path!r} holds labels outside 0–9.")
     return tuple(
         (arrays[k].astype(np.float32) / 255.0) if "images" in k else arrays[k].astype(np.int32)
         for k in MNIST_FILES
@@ -108,10 +111,10 @@ def load_digits_dataset(config):
     """``(train_images [N,H,W] f32 in [0,1], train_labels [N] i32, test_images, test_labels)``."""
     data = config.data
     if data.source not in SOURCES:
-        raise ConfigError(f"data.source must be one of {list(SOURCES)}, got {data.source!r}.")
+        raise DataError(f"data.source must be one of {list(SOURCES)}, got {data.source!r}.")
     if data.source == "mnist_idx":
         if not data.directory:
-            raise ConfigError("data.directory must name the folder holding the MNIST IDX files.")
+            raise DataError("data.directory must name the folder holding the MNIST IDX files.")
         return load_mnist_idx(os.path.expanduser(str(data.directory)))
     if data.source == "synthetic":
         return _synthetic(data)
@@ -122,7 +125,7 @@ def load_digits_dataset(config):
     labels = digits.target.astype(np.int32)
     n = int(data.train_size)
     if not 0 < n < len(labels):
-        raise ConfigError(f"data.train_size must be in [1, {len(labels) - 1}], got {n!r}.")
+        raise DataError(f"data.train_size must be in [1, {len(labels) - 1}], got {n!r}.")
     return images[:n], labels[:n], images[n:], labels[n:]
 
 
@@ -155,7 +158,7 @@ def cumulative_targets(task: str, digits):
         return jnp.cumprod(d.astype(jnp.float32), axis=1)[..., None]
     if task == "count":
         return jnp.cumsum(jax.nn.one_hot(d, 10, dtype=jnp.float32), axis=1)
-    raise ConfigError(f"task.name must be one of {list(TASKS)}, got {task!r}.")
+    raise DataError(f"task.name must be one of {list(TASKS)}, got {task!r}.")
 
 
 def solved_accumulate(task: str, values):
@@ -178,7 +181,7 @@ def eval_sequences(labels: np.ndarray, task: str, lengths, num_sequences: int) -
     rng = np.random.default_rng(EVAL_SEQUENCE_SEED)
     candidates = pool(labels, task)
     if candidates.size == 0:
-        raise ConfigError(f"the test images hold no digit allowed in task {task!r}.")
+        raise DataError(f"the test images hold no digit allowed in task {task!r}.")
     return tuple(rng.choice(candidates, (num_sequences, int(n))).astype(np.int32) for n in lengths)
 
 

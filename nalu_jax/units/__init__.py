@@ -11,6 +11,7 @@ from flax import nnx
 
 from nalu_jax.units._base import (
     ArithmeticUnit,
+    TrainingNeeds,
     nac_radius,
     nau_radius,
     sparsity_error,
@@ -61,6 +62,14 @@ def make_unit(name: str, in_features: int, out_features: int, *, rngs: nnx.Rngs,
     return UNITS[name](in_features, out_features, rngs=rngs, **options)
 
 
+def training_needs(names) -> TrainingNeeds:
+    """The combined ``TrainingNeeds`` of the units ``names`` (activations need nothing)."""
+    needs = TrainingNeeds()
+    for name in names:
+        needs = needs.merge(getattr(UNITS.get(name), "training", TrainingNeeds()))
+    return needs
+
+
 __all__ = [
     "ACTIVATIONS",
     "Activation",
@@ -81,9 +90,11 @@ __all__ = [
     "NRU",
     "RealNPU",
     "SNMU",
+    "TrainingNeeds",
     "UNITS",
     "make_unit",
     "nac_radius",
     "nau_radius",
     "sparsity_error",
+    "training_needs",
 ]

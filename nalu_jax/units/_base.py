@@ -18,6 +18,7 @@ RNG never lives in a module after construction: a unit that needs noise in train
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import ClassVar
 
@@ -41,8 +42,39 @@ def check_choice(name: str, value, allowed) -> None:
         raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}.")
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainingNeeds:
+    """What a unit asks of the training core beyond "minimise the loss, then ``project()``".
+
+    Declared by the unit class (``training``), read by the core for the units of a model
+    (``nalu_jax.units.training_needs``): the core never tests unit names.
+    """
+
+    grad_clip: float | None = None  # element-wise gradient clip when train.grad_clip is None
+    lr: float | None = None  # learning rate when train.lr is None
+    noise: bool = False  # draws noise in training: __call__ needs a key
+    l1_beta: bool = False  # its "l1" regulariser is scaled by the β(t) schedule (NPU)
+    gated_regularizer: bool = False  # iNALU: "inalu" term on after 10k steps while valid MSE < 1
+    stall_reinit: bool = False  # iNALU: re-initialise a seed whose training loss stalls
+
+    def merge(self, other: TrainingNeeds) -> TrainingNeeds:
+        """The needs of a model holding both units (the first set value wins)."""
+        pick = lambda a, b: a if a is not None else b
+        return TrainingNeeds(
+            grad_clip=pick(self.grad_clip, other.grad_clip),
+            lr=pick(self.lr, other.lr),
+            **{
+                f: getattr(self, f) or getattr(other, f)
+                for f in ("noise", "l1_beta", "gated_regularizer", "stall_reinit")
+            },
+        )
+
+
 class ArithmeticUnit(nnx.Module):
     """Base class: stores the sizes and supplies the default (empty) extras."""
+
+    #: what the unit needs from the training core (see ``TrainingNeeds``)
+    training: ClassVar[TrainingNeeds] = TrainingNeeds()
 
     #: counts toward the model's sparsity error and arithmetic-layer checks
     is_arithmetic: ClassVar[bool] = True

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax.units._base import EPS, ArithmeticUnit, thin_matmul
+from nalu_jax.units._base import EPS, ArithmeticUnit, TrainingNeeds, thin_matmul
 
 W_HAT_MEAN, M_HAT_MEAN, INIT_STD = 0.88, 0.5, 0.2
 REG_THRESHOLD = 20.0
@@ -31,6 +31,11 @@ class INALU(ArithmeticUnit):
     """Improved NALU: params ``w_hat_a``, ``m_hat_a``, ``w_hat_m``, ``m_hat_m`` ``[in, out]`` and
     the input-independent gate ``g`` ``[out]``. Option ``omega``: the log-space clamp (20).
     """
+
+    #: clipped gradients, the gated regulariser and per-seed re-initialisation on a stall
+    training = TrainingNeeds(
+        grad_clip=0.1, gated_regularizer=True, stall_reinit=True
+    )  # fmt: skip
 
     def __init__(self, in_features: int, out_features: int, *, rngs: nnx.Rngs, omega: float = 20.0):
         super().__init__(in_features, out_features)

@@ -14,6 +14,7 @@ from flax import nnx
 
 from nalu_jax.units._base import (
     ArithmeticUnit,
+    TrainingNeeds,
     check_choice,
     clamp_param,
     glorot_uniform,
@@ -128,6 +129,8 @@ class SNMU(NMU):
 
     Training needs ``key``; evaluation (``training=False``) is the plain NMU.
     """
+
+    training = TrainingNeeds(noise=True)  # a key per training step for its noise
 
     def __call__(self, x, *, training: bool = False, key=None):
         if not training:

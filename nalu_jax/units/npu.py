@@ -22,6 +22,7 @@ from flax import nnx
 from nalu_jax.units._base import (
     F32_EPS,
     ArithmeticUnit,
+    TrainingNeeds,
     check_choice,
     clamp_param,
     glorot_uniform,
@@ -57,6 +58,9 @@ class RealNPU(ArithmeticUnit):
     """
 
     multiplicative = True
+
+    #: lr 5e-3 by default and the L1 penalty on the β(t) schedule (Heim et al. 2020)
+    training = TrainingNeeds(lr=5e-3, l1_beta=True)
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The recurrent arithmetic task (tasks.md §3) as a ``Trainer`` of the generic engine.
+"""The recurrent arithmetic task (tasks.md §3): the static task's pieces over sequences.
 
 Data: a sequence ``x [T, n]`` of i.i.d. vectors from the static task's generator (per-seed
 subset offset as in §1); the target is the static op applied to the subset sums over all time
@@ -14,7 +14,7 @@ NMU for mul/squared, NMRU for div and RealNPU for root (the brief's NMU cannot d
 roots), and ``linear`` after LSTM/GRU/RNN and activation cells; ``"same"`` reuses the cell's
 unit; any unit name is taken as is. NAC• cells run in log space (``LOG_SPACE_UNITS``).
 
-Loss: MSE + λ̂·s(t)·(Σ R_sparse) + … as the static task (``nalu_jax.train.make_trainer``), the
+Loss: MSE + λ̂·s(t)·(Σ R_sparse) + … as the static task (``arithmetic.make_recipe``), the
 cell's regularisers averaged over time; the config uses λ̂ = 0.1 with s(t) = 1 − exp(−1e-5·t).
 
 Threshold: the static §1 construction on the time-summed test inputs — ``W^ε`` (1 − ε on each
@@ -39,17 +39,15 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nalu_jax import tasks as task_lib
-from nalu_jax.config_utils import ConfigError, build_task, positive_int
-from nalu_jax.models import REG_KEYS
+from nalu_jax import train
+from nalu_jax.config import ConfigError, positive_int
+from nalu_jax.experiments import arithmetic
+from nalu_jax.models import RecurrentNetwork
+from nalu_jax.run import Population
 from nalu_jax.tasks import thresholds as thr
-from nalu_jax.train import TEST_KEY, VALID_KEY, Trainer, make_trainer
-from nalu_jax.units import ACTIVATIONS, UNITS, make_unit
-from nalu_jax.units.recurrent import (
-    LOG_SPACE_UNITS,
-    RECURRENT_BASELINES,
-    final_output,
-    make_cell,
-)
+from nalu_jax.tasks.eval_sets import TEST_KEY, VALID_KEY
+from nalu_jax.units import ACTIVATIONS, UNITS, make_unit, training_needs
+from nalu_jax.units.recurrent import LOG_SPACE_UNITS, RECURRENT_BASELINES, make_cell
 
 AUTO_READOUT = {
     "add": "nau",
@@ -59,36 +57,6 @@ AUTO_READOUT = {
     "div": "nmru",
     "root": "real_npu",
 }
-
-
-class RecurrentNetwork(nnx.Module):
-    """A cell unrolled over ``xs [batch, T, in]`` and a readout unit on its last output."""
-
-    def __init__(self, cell, readout):
-        self.cell = cell
-        self.readout = readout
-
-    def __call__(self, xs, *, training: bool = False, key=None):
-        return self.apply_with_regularizers(xs, training=training, key=key)[0]
-
-    def apply_with_regularizers(self, xs, *, training: bool = False, key=None):
-        """``(y [batch, 1], {name: scalar})``: cell regularisers averaged over time + readout's."""
-        cell_key, out_key = (None, None) if key is None else tuple(jax.random.split(key))
-        # Only the last output is needed: the length-1,000 evaluation stays O(batch·hidden).
-        h, _, cell_regs = final_output(self.cell, xs, training=training, key=cell_key)
-        regs = {k: cell_regs.get(k, jnp.zeros((), jnp.float32)) for k in REG_KEYS}
-        for n, v in self.readout.regularizers(h).items():
-            regs[n] = regs[n] + v
-        return self.readout(h, training=training, key=out_key), regs
-
-    def project(self) -> None:
-        self.cell.project()
-        self.readout.project()
-
-    def sparsity_error(self):
-        """Max over the arithmetic parts (cell, readout); NaN when neither is arithmetic."""
-        parts = [p.sparsity_error() for p in (self.cell, self.readout) if p.is_arithmetic]
-        return jnp.max(jnp.stack(parts)) if parts else jnp.array(jnp.nan, jnp.float32)
 
 
 def readout_name(config) -> str:
@@ -179,27 +147,48 @@ def recurrent_threshold(task, length: int, *, epsilon: float = 1e-5, num_samples
     )
 
 
-def make_train(config) -> Trainer:
-    """The per-seed ``Trainer`` of a ``task.kind == "recurrent"`` config (see the module doc)."""
+def make_trainer(config, task=None) -> train.Trainer:
+    """The per-seed ``Trainer`` of a recurrent config (see the module doc)."""
     tc = config.task
-    positive_int("task.train_length", tc.train_length)
-    positive_int("task.test_length", tc.test_length)
-    positive_int("task.threshold_samples", tc.threshold_samples)
-    task = build_task(config)
-    factory, unit_names = build_factory(config, task)
-    eps = tc.threshold_epsilon if tc.threshold_epsilon is not None else 1e-5
-    threshold = recurrent_threshold(
-        task, int(tc.test_length), epsilon=float(eps), num_samples=int(tc.threshold_samples)
-    )
-    trainer = make_trainer(
+    task = task or arithmetic.build_task(config)
+    factory, names = build_factory(config, task)
+    recipe = arithmetic.make_recipe(
         config,
         task,
         factory,
-        unit_names,
+        names,
         input_shape=(int(tc.train_length), task.input_size),
         target_fn=functools.partial(sequence_target, task.op),
         eval_data=evaluation_sequences(
             task, int(config.eval_size), int(tc.train_length), int(tc.test_length)
         ),
     )
-    return trainer._replace(threshold=threshold)
+    hparams = arithmetic.build_hparams(config, names)
+    return train.make_train(recipe, config, hparams, training_needs(names))
+
+
+def threshold(config, task) -> float:
+    """The success threshold at the test length (``recurrent_threshold``)."""
+    tc = config.task
+    eps = tc.threshold_epsilon if tc.threshold_epsilon is not None else 1e-5
+    return recurrent_threshold(
+        task, int(tc.test_length), epsilon=float(eps), num_samples=int(tc.threshold_samples)
+    )
+
+
+def validate(config) -> None:
+    tc = config.task
+    positive_int("task.train_length", tc.train_length)
+    positive_int("task.test_length", tc.test_length)
+    positive_int("task.threshold_samples", tc.threshold_samples)
+    arithmetic.validate_fields(config)
+
+
+def population(config, settings) -> Population:
+    return arithmetic.population(config, settings, make=make_trainer, threshold=threshold)
+
+
+write_results = arithmetic.write_results
+format_summary = arithmetic.format_summary
+
+SWEEPABLE = arithmetic.SWEEPABLE

@@ -1,7 +1,10 @@
-"""Everything a run writes to its workdir, each file written atomically (temp file + rename).
+"""The writers: everything a run puts in its workdir, each file atomically (temp + rename).
 
-``config.json``, ``metrics.jsonl`` (one line per evaluation), ``seeds.csv`` (one row per seed),
-``summary.json`` / ``summary.md`` and ``curves.png``.
+Generic pieces every experiment uses (``atomic_write``, ``dumps``, ``csv_text``, ``markdown``,
+``group_summary``, ``line_head``, ``write_files``) and the arithmetic family's outputs
+(static, single-module and recurrent tasks): ``metrics.jsonl`` (one line per evaluation),
+``seeds.csv`` (one row per seed), ``summary.json`` / ``summary.md`` and ``curves.png``
+(figures: ``nalu_jax.plots``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import tempfile
 import numpy as np
 
 from nalu_jax import metrics as metrics_lib
+from nalu_jax import plots
 
 SEED_COLUMNS = (
     "seed",
@@ -132,12 +136,6 @@ def seeds_csv(seeds, judgement: dict, diverged_at) -> str:
     return buf.getvalue()
 
 
-def _fmt(v, pct=False):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    return f"{100 * v:.1f}%" if pct else f"{v:.4g}"
-
-
 def summary_markdown(summary: dict) -> str:
     """The printed and saved summary table (a Markdown table, one row per quantity)."""
     s = summary
@@ -148,18 +146,18 @@ def summary_markdown(summary: dict) -> str:
         ("ranges", f"{s['interpolation_range']} -> {s['extrapolation_range']}"),
         ("seeds", f"{s['num_seeds']} (first {s['first_seed']}, root {s['root_seed']})"),
         ("steps", s["num_steps"]),
-        ("threshold", _fmt(s["threshold"])),
-        ("success rate", f"{_fmt(s['success_rate'], True)} [{_fmt(lo, True)}, {_fmt(hi, True)}]"),
+        ("threshold", fmt(s["threshold"])),
+        ("success rate", f"{fmt(s['success_rate'], True)} [{fmt(lo, True)}, {fmt(hi, True)}]"),
         ("solved", f"{s['solved']} / {s['num_seeds']}"),
         (
             "solved at (median; mean [95% CI])",
-            f"{_fmt(s['solved_at_median'])}; {_fmt(s['solved_at_mean'])} "
-            f"[{_fmt(s['solved_at_interval'][0])}, {_fmt(s['solved_at_interval'][1])}]",
+            f"{fmt(s['solved_at_median'])}; {fmt(s['solved_at_mean'])} "
+            f"[{fmt(s['solved_at_interval'][0])}, {fmt(s['solved_at_interval'][1])}]",
         ),
         (
             "sparsity error (mean [95% CI])",
-            f"{_fmt(s['sparsity_error_mean'])} [{_fmt(s['sparsity_error_interval'][0])}, "
-            f"{_fmt(s['sparsity_error_interval'][1])}]",
+            f"{fmt(s['sparsity_error_mean'])} [{fmt(s['sparsity_error_interval'][0])}, "
+            f"{fmt(s['sparsity_error_interval'][1])}]",
         ),
         ("diverged", s["diverged"]),
         ("wall time", f"{s['wall_time_s']:.1f} s (compile {s['compile_time_s']:.1f} s)"),
@@ -173,81 +171,43 @@ def summary_markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n" + note
 
 
-def curves_png(history: dict, num_evals: int, threshold: float) -> bytes:
-    """Fraction of seeds solved over steps, and median / quartile MSE curves."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps = history["step"][:num_evals]
-    valid, test = history["valid_mse"][:num_evals], history["test_mse"][:num_evals]
-    num_seeds = valid.shape[1]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    axes[0].plot(steps, running_solved(valid, test, threshold) / num_seeds)
-    axes[0].set(xlabel="step", ylabel="fraction of seeds solved", ylim=(-0.02, 1.02))
-    for name, data in (("interpolation", valid), ("extrapolation", test)):
-        with np.errstate(all="ignore"):
-            q = np.nanquantile(np.where(np.isfinite(data), data, np.nan), [0.25, 0.5, 0.75], 1)
-        (line,) = axes[1].plot(steps, q[1], label=f"{name} MSE (median)")
-        axes[1].fill_between(steps, q[0], q[2], color=line.get_color(), alpha=0.2)
-    axes[1].axhline(threshold, color="k", ls="--", lw=0.8, label="success threshold")
-    axes[1].set(xlabel="step", ylabel="MSE", yscale="log")
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    return buf.getvalue()
+def timing(merged: dict) -> dict:
+    """The summary's timing fields from merged run results."""
+    loop_s, seed_steps = merged["loop_s"], merged["seed_steps"]
+    return {
+        "wall_time_s": merged["compile_s"] + loop_s,
+        "compile_time_s": merged["compile_s"],
+        "seed_steps_per_s": seed_steps / loop_s if seed_steps else 0.0,
+    }
 
 
-def write_population(workdir, config, settings, thresholds, run_setting, run_seed, merged,
-                     num_evals):  # fmt: skip
-    """Judge every run against its setting's threshold and write each setting's outputs.
-
-    One setting: the files go in ``workdir`` and its summary is returned. A sweep: each
-    setting's files go in ``workdir/settings/NNN`` and ``workdir`` gets the combined
-    ``summary.json`` / ``summary.md``; returns ``{"settings": [summary, …]}``.
-    """
-    history = merged["history"]
-    loop_s = merged["loop_s"]
-    summaries = []
-    for h, setting in enumerate(settings):
-        idx = np.flatnonzero(run_setting == h)
-        hist = {k: (v if k == "step" else v[:, idx]) for k, v in history.items()}
-        threshold = float(thresholds[h])
-        judgement = metrics_lib.judge_seeds(
-            hist["step"], hist["valid_mse"], hist["test_mse"], hist["sparsity"],
-            threshold, merged["diverged"][idx],
-        )  # fmt: skip
-        summary = metrics_lib.summarize(judgement, threshold)
-        summary.update(
-            model=config.model.name,
-            task=config.task.kind,
-            op=setting.task.op,
-            input_size=setting.task.input_size,
-            interpolation_range=setting.task.interpolation_range,
-            extrapolation_range=setting.task.extrapolation_range,
-            setting=setting.name,
-            setting_values=setting.values,
-            num_steps=int(config.num_steps),
-            first_seed=int(config.first_seed),
-            root_seed=int(config.seed),
-            threshold=threshold,
-            wall_time_s=merged["compile_s"] + loop_s,
-            compile_time_s=merged["compile_s"],
-            seed_steps_per_s=merged["seed_steps"] / loop_s if merged["seed_steps"] else 0.0,
-        )
-        out = workdir if len(settings) == 1 else os.path.join(workdir, "settings", f"{h:03d}")
-        os.makedirs(out, exist_ok=True)
-        write_outputs(out, run_seed[idx], judgement, merged["diverged_at"][idx], hist,
-                      num_evals, threshold, summary)  # fmt: skip
-        summaries.append(summary)
-    if len(settings) == 1:
-        return summaries[0]
-    atomic_write(os.path.join(workdir, "summary.json"), dumps({"settings": summaries}) + "\n")
-    atomic_write(os.path.join(workdir, "summary.md"), combined_markdown(summaries))
-    return {"settings": summaries}
+def write_population(workdir, config, setting, context, seeds, merged, num_evals) -> dict:
+    """Judge every seed of one setting against its threshold (``context``: ``threshold``,
+    ``task``), write ``workdir``'s files and return the summary."""
+    history, task, threshold = merged["history"], context["task"], float(context["threshold"])
+    judgement = metrics_lib.judge_seeds(
+        history["step"], history["valid_mse"], history["test_mse"], history["sparsity"],
+        threshold, merged["diverged"],
+    )  # fmt: skip
+    summary = metrics_lib.summarize(judgement, threshold)
+    summary.update(
+        model=config.model.name,
+        task=config.task.kind,
+        op=task.op,
+        input_size=task.input_size,
+        interpolation_range=task.interpolation_range,
+        extrapolation_range=task.extrapolation_range,
+        setting=setting.name,
+        setting_values=setting.values,
+        num_steps=int(config.num_steps),
+        first_seed=int(config.first_seed),
+        root_seed=int(config.seed),
+        threshold=threshold,
+        **timing(merged),
+    )
+    write_outputs(workdir, seeds, judgement, merged["diverged_at"], history, num_evals, threshold,
+                  summary)  # fmt: skip
+    return summary
 
 
 def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, threshold, summary):
@@ -257,7 +217,9 @@ def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, th
     atomic_write(join("seeds.csv"), seeds_csv(seeds, judgement, diverged_at))
     atomic_write(join("summary.json"), dumps(summary) + "\n")
     atomic_write(join("summary.md"), summary_markdown(summary))
-    atomic_write(join("curves.png"), curves_png(history, num_evals, threshold))
+    atomic_write(
+        join("curves.png"), plots.curves_png(history, num_evals, threshold, running_solved)
+    )
 
 
 def combined_markdown(summaries: list) -> str:
@@ -268,8 +230,8 @@ def combined_markdown(summaries: list) -> str:
         lo, hi = s["success_interval"]
         lines.append(
             f"| {h:03d} | {s['setting']} | {s['solved']}/{s['num_seeds']} "
-            f"({_fmt(s['success_rate'], True)}) | [{_fmt(lo, True)}, {_fmt(hi, True)}] | "
-            f"{_fmt(s['solved_at_median'])} | {_fmt(s['sparsity_error_mean'])} | {s['diverged']} |"
+            f"({fmt(s['success_rate'], True)}) | [{fmt(lo, True)}, {fmt(hi, True)}] | "
+            f"{fmt(s['solved_at_median'])} | {fmt(s['sparsity_error_mean'])} | {s['diverged']} |"
         )
     s0 = summaries[0]
     models = ", ".join(dict.fromkeys(s["model"] for s in summaries))
@@ -278,3 +240,81 @@ def combined_markdown(summaries: list) -> str:
         "Wilson 95% intervals.\n"
     )
     return "\n".join(lines)
+
+
+def csv_text(columns: dict) -> str:
+    """``{name: [S] values}`` → CSV text, one row per seed; NaN as an empty cell."""
+    names = list(columns)
+    rows = zip(*(np.asarray(columns[k]).tolist() for k in names), strict=True)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(names)
+    for row in rows:
+        w.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
+    return buf.getvalue()
+
+
+def line_head(history: dict, e: int, diverged_at) -> dict:
+    """Fields every ``metrics.jsonl`` line starts with: the step, training-loss quantiles over
+    seeds (None at step 0) and the seeds diverged before that step (``diverged_at [S]``)."""
+    step, loss = history["step"][e], history["train_loss"][e]
+    return {
+        "step": int(step),
+        "train_loss": None if np.all(np.isnan(loss)) else metrics_lib.quantiles(loss),
+        "seeds_diverged": int(np.sum((diverged_at >= 0) & (diverged_at < step))),
+    }
+
+
+def group_summary(values: dict, solved) -> dict:
+    """One group's population statistics from per-seed ``values`` ``{name: [S]}`` and
+    ``solved [S]`` (bool, or None when success is not judged)."""
+    out = {}
+    for name, v in values.items():
+        mean, lo, hi = metrics_lib.mean_interval(np.where(np.isfinite(v), v, np.nan))
+        out[f"{name}_mean"] = mean
+        out[f"{name}_interval"] = (lo, hi)
+        out[f"{name}_median"] = metrics_lib.median(np.where(np.isfinite(v), v, np.nan))
+    if solved is not None:
+        solved = np.asarray(solved, bool)
+        out["solved"] = int(solved.sum())
+        out["success_rate"] = float(solved.mean()) if solved.size else math.nan
+        out["success_interval"] = metrics_lib.wilson_interval(int(solved.sum()), solved.size)
+    return out
+
+
+def fmt(v, pct=False) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    return f"{100 * v:.1f}%" if pct else f"{v:.4g}"
+
+
+def success_cell(group: dict) -> str:
+    if "success_rate" not in group:
+        return "n/a"
+    lo, hi = group["success_interval"]
+    return f"{fmt(group['success_rate'], True)} [{fmt(lo, True)}, {fmt(hi, True)}]"
+
+
+def markdown(header: list, columns: list, rows: list, note: str = "") -> str:
+    """A key/value table, then a table with ``columns`` and ``rows`` (lists of cells)."""
+    lines = ["| quantity | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in header]
+    lines += ["", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
+
+
+def write_files(workdir: str, files: dict) -> None:
+    """``{name: str | bytes}`` → atomic files in ``workdir``."""
+    for name, data in files.items():
+        atomic_write(os.path.join(workdir, name), data)
+
+
+def settings_markdown(summary: dict, one) -> str:
+    """A sweep's summaries (``{"settings": [...]}``), one ``one(summary)`` section each; a
+    single run's summary as ``one(summary)``."""
+    if "settings" not in summary:
+        return one(summary)
+    return "\n".join(
+        f"## setting {h:03d}: {s['setting'] or '(default)'}\n\n{one(s)}"
+        for h, s in enumerate(summary["settings"])
+    )

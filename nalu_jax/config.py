@@ -1,26 +1,43 @@
-"""From an ml-collections config to the objects the training core needs, validating as it goes.
+"""The config layer (a leaf: it imports nothing from nalu_jax): errors, validators, parsing of
+config strings, and the config pieces every experiment shares.
 
-Every mistake a user can make in a config ends here as a ``ConfigError``: one sentence naming
-the field and what is allowed (``nalu_jax.main`` prints it and exits with status 2).
+Every mistake a user can make in a config ends as a ``ConfigError``: one sentence naming the
+field and what is allowed (``nalu_jax.main`` prints it and exits with status 2). The shared
+pieces (``run_config``, ``base_config``, ``sequence_train_config``, ``smoke``) live here rather
+than in ``configs/`` so that a config file loads from any working directory.
 """
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+import math
 
-from nalu_jax import tasks as task_lib
-from nalu_jax.models import MODELS, model_factory, resolve_layers
-from nalu_jax.tasks import single_module as sm
+import ml_collections
 
 
 class ConfigError(ValueError):
     """A bad value in a user's config or command line."""
 
 
-def _tuples(value):
+#: traced hyperparameters ``config.sweep`` may list → (config section, field)
+SWEEPABLE = {
+    "lr": ("train", "lr"),
+    "reg_scale": ("train", "reg_scale"),
+    "reg_start": ("train", "reg_start"),
+    "reg_end": ("train", "reg_end"),
+    "lambda_z": ("train", "lambda_z"),
+    "npu_beta_start": ("train", "npu_beta_start"),
+    "npu_beta_end": ("train", "npu_beta_end"),
+    "range_index": ("task", "range_index"),
+    "interpolation_range": ("task", "interpolation_range"),
+    "extrapolation_range": ("task", "extrapolation_range"),
+    "threshold_epsilon": ("task", "threshold_epsilon"),
+}
+
+
+def as_tuples(value):
     """ConfigDict turns tuples into lists; ranges are compared and hashed as tuples."""
     if isinstance(value, list | tuple):
-        return tuple(_tuples(v) for v in value)
+        return tuple(as_tuples(v) for v in value)
     return value
 
 
@@ -50,143 +67,9 @@ def validate_common(config, positive=()) -> None:
         )
     if config.checkpoint_every is not None:
         positive_int("checkpoint_every", config.checkpoint_every)
-    if config.train.lr is not None and not config.train.lr > 0:
-        raise ConfigError(f"train.lr must be a positive number, got {config.train.lr!r}.")
-
-
-def validate_run(config) -> None:
-    """``validate_common`` plus the arithmetic engine's own fields."""
-    validate_common(config, positive=(("eval_size", config.eval_size),))
-    if config.train.reg_schedule not in ("linear", "exp"):
-        raise ConfigError(
-            f"train.reg_schedule must be 'linear' or 'exp', got {config.train.reg_schedule!r}."
-        )
-    if config.train.sampler not in ("hash", "threefry"):
-        raise ConfigError(
-            f"train.sampler must be 'hash' or 'threefry', got {config.train.sampler!r}."
-        )
-
-
-def build_task(config) -> task_lib.ArithmeticTask:
-    """The ``ArithmeticTask`` of ``config.task`` (single-module ranges by ``range_index``)."""
-    tc = config.task
-    fields = dict(
-        op=tc.op,
-        input_size=tc.input_size,
-        subset_ratio=tc.subset_ratio,
-        overlap_ratio=tc.overlap_ratio,
-        num_subsets=tc.num_subsets,
-        simple=bool(tc.simple),
-        interpolation_range=_tuples(tc.interpolation_range),
-        extrapolation_range=_tuples(tc.extrapolation_range),
-    )
-    if tc.kind != "single_module" and tc.get("range_index") is not None:
-        raise ConfigError(
-            "task.range_index applies only to task.kind 'single_module'; set "
-            "task.interpolation_range and task.extrapolation_range instead."
-        )
-    try:
-        if tc.kind == "single_module":
-            if tc.op not in ("add", "sub", "mul", "div"):
-                raise ConfigError(
-                    f"task.op must be one of ['add', 'div', 'mul', 'sub'] for the single-module "
-                    f"benchmark, got {tc.op!r}."
-                )
-            base = sm.single_module_task(tc.op, tc.range_index, tc.input_size)
-            fields.update(subset_ratio=base.subset_ratio, overlap_ratio=0.0, num_subsets=2)
-            for name in ("interpolation_range", "extrapolation_range"):
-                if fields[name] is None:
-                    fields[name] = getattr(base, name)
-        return task_lib.ArithmeticTask(**fields)
-    except ConfigError:
-        raise
-    except ValueError as e:
-        raise ConfigError(_prefix("task", str(e))) from None
-
-
-def _prefix(section: str, message: str) -> str:
-    """Name fields as ``task.x`` in messages that say ``x``."""
-    head = message.split(" ", 1)[0]
-    if "." in head or not head.replace("_", "").isalnum():
-        return message
-    return f"{section}.{message}"
-
-
-def unit_names(config, task=None) -> tuple[str, ...]:
-    try:
-        return resolve_layers(
-            config.model.name,
-            single_unit=bool(config.model.single_unit),
-            first_layer=config.model.first_layer,
-        )
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-
-
-def build_model_factory(config, task):
-    """``(rngs -> network, unit names per layer)`` for ``config.model`` on ``task``."""
-    names = unit_names(config)
-    options = [dict(config.model.layer1_options), dict(config.model.layer2_options)][: len(names)]
-    try:
-        factory = model_factory(
-            config.model.name,
-            task.input_size,
-            hidden_size=config.model.hidden_size,
-            single_unit=bool(config.model.single_unit),
-            first_layer=config.model.first_layer,
-            layer_options=tuple(options),
-        )
-    except (ValueError, TypeError) as e:
-        raise ConfigError(_prefix("model", str(e))) from None
-    return factory, names
-
-
-def _npu_beta_defaults(op: str):
-    return (1e-9, 1e-7) if op == "div" else (1e-7, 1e-5)
-
-
-def build_hparams(config, names):
-    """The traced ``HParams`` of a config, with model and unit defaults filled in."""
-    from nalu_jax.train import HParams
-
-    tr = config.train
-    spec = MODELS.get(config.model.name) if not config.model.single_unit else None
-    default_scale = spec.reg_scale if spec else sm.SINGLE_UNIT_REG_SCALE.get(config.model.name, 0.0)
-    reg_scale = tr.reg_scale if tr.reg_scale is not None else default_scale
-    reg_start = tr.reg_start if tr.reg_start is not None else (spec.reg_start if spec else 0.0)
-    reg_end = tr.reg_end if tr.reg_end is not None else (spec.reg_end if spec else 1.0)
-    if reg_end < reg_start:
-        raise ConfigError(
-            f"train.reg_end must be >= train.reg_start, got {reg_end!r} < {reg_start!r}."
-        )
-    npu = any(n in ("npu", "real_npu") for n in names)
-    lr = tr.lr if tr.lr is not None else (5e-3 if npu else 1e-3)
-    b0, b1 = _npu_beta_defaults(config.task.op)
-    beta_start = tr.npu_beta_start if tr.npu_beta_start is not None else b0
-    beta_end = tr.npu_beta_end if tr.npu_beta_end is not None else b1
-    if npu and not 0 < beta_start <= beta_end:
-        raise ConfigError("train.npu_beta_start must be > 0 and <= train.npu_beta_end.")
-    f = lambda v: jnp.asarray(v, jnp.float32)
-    return HParams(
-        lr=f(lr),
-        reg_scale=f(reg_scale),
-        reg_start=f(reg_start),
-        reg_end=f(reg_end),
-        lambda_z=f(tr.lambda_z),
-        beta_start=f(beta_start if npu else 1.0),
-        beta_end=f(beta_end if npu else 1.0),
-    )
-
-
-def threshold_settings(config) -> dict:
-    """Success-threshold kind, ε and sample count for ``config.task``."""
-    single = config.task.kind == "single_module"
-    eps = config.task.threshold_epsilon
-    return dict(
-        kind="single_module" if single else "arithmetic",
-        epsilon=eps if eps is not None else (1e-4 if single else 1e-5),
-        num_samples=int(config.task.threshold_samples),
-    )
+    lr = config.train.lr
+    if lr is not None and not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
+        raise ConfigError(f"train.lr must be a finite positive number, got {lr!r}.")
 
 
 def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: int):
@@ -196,8 +79,6 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     independent of how many seeds run together; it is fixed per config, never derived from
     ``num_seeds``. Changing it may change the last bits of every result.
     """
-    import ml_collections
-
     c = ml_collections.ConfigDict()
     c.experiment = experiment  # see nalu_jax.experiments.EXPERIMENTS
     c.seed = 0  # root seed; seed k's key is fold_in(key(seed), k)
@@ -209,8 +90,7 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
 
 
 def base_config():
-    """Every field the arithmetic engine reads, with the spec's defaults (configs override)."""
-    import ml_collections
+    """Every field the arithmetic experiment reads, with the spec's defaults (configs override)."""
 
     c = run_config("arithmetic", num_seeds=10, num_steps=50_000, seed_block=10)
     c.eval_every = 1_000
@@ -261,8 +141,6 @@ def base_config():
     # listed ones): lr, reg_scale, reg_start, reg_end, lambda_z, npu_beta_start, npu_beta_end,
     # range_index, interpolation_range, extrapolation_range, threshold_epsilon.
     c.sweep = ml_collections.ConfigDict()
-    from nalu_jax.sweep import SWEEPABLE
-
     for name in SWEEPABLE:
         c.sweep[name] = ml_collections.FieldReference(None, field_type=tuple)
     return c
@@ -272,7 +150,6 @@ def sequence_train_config():
     """``config.train`` of the sequence experiments (sequential MNIST, number translation):
     batch 64, Adam 1e-3, the λ ramp from step 1e4 to 1e5 (tasks.md §4); λ̂ None picks the
     cell unit's value (NAU 0.01, else 10)."""
-    import ml_collections
 
     t = ml_collections.ConfigDict()
     t.batch_size = 64
@@ -330,3 +207,11 @@ def parse_config_arg(arg: str | None, defaults: dict, switches=("smoke",)) -> di
                 f"config variant {key} must be a {kind.__name__}, got {value!r}."
             ) from None
     return out
+
+
+def prefix(section: str, message: str) -> str:
+    """Name fields as ``section.x`` in a lower layer's message that says ``x``."""
+    head = message.split(" ", 1)[0]
+    if "." in head or not head.replace("_", "").isalnum():
+        return message
+    return f"{section}.{message}"

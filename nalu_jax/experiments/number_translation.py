@@ -13,7 +13,6 @@ Writes ``config.json``, ``metrics.jsonl``, ``seeds.csv``, ``summary.json``/``sum
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import jax
@@ -21,23 +20,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from nalu_jax import metrics as metrics_lib
-from nalu_jax import reporting
-from nalu_jax import sequence_reporting as rep
-from nalu_jax.config_utils import ConfigError, validate_common
-from nalu_jax.sequence_engine import (
-    make_sequence_trainer,
-    regularized_loss,
-    run_population,
-    run_summary,
-)
+from nalu_jax import plots, train
+from nalu_jax import report as rep
+from nalu_jax.config import ConfigError, validate_common
+from nalu_jax.experiments import _sequence
+from nalu_jax.run import Outcome, Population
 from nalu_jax.sequence_models import NumberTranslationModel, cell_options
 from nalu_jax.tasks import translation as tr_lib
-from nalu_jax.units import UNITS
+from nalu_jax.units import UNITS, training_needs
 from nalu_jax.units.recurrent import RECURRENT_BASELINES
-from nalu_jax.workdir import prepare_workdir
 
 SPLITS = ("valid", "test")
 FIELDS = ("mse", "acc")
+SWEEPABLE = _sequence.SWEEPABLE
 
 
 def validate(config) -> None:
@@ -54,8 +49,8 @@ def validate(config) -> None:
         raise ConfigError(f"success_accuracy must be in [0, 1], got {config.success_accuracy!r}.")
 
 
-def make_trainer(config):
-    """The per-seed ``SequenceTrainer`` of ``config``."""
+def make_trainer(config) -> train.Trainer:
+    """The per-seed ``Trainer`` of ``config``."""
     m = config.model
     options = cell_options(
         m.name,
@@ -79,33 +74,32 @@ def make_trainer(config):
     arrays = {k: tr_lib.dataset(v) for k, v in numbers.items()}
     batch = int(config.train.batch_size)
 
-    def batch_loss(model, hp, step, key, data):
-        data_key, noise_key = jax.random.split(key)
+    def model_loss(model, data_key, noise_key, data):
         idx = jax.random.randint(data_key, (batch,), 0, data["values"].shape[0])
         y, regs = model(data["tokens"][idx], training=True, key=noise_key)
-        mse = jnp.mean((y - data["values"][idx]) ** 2)
-        return regularized_loss(mse, regs, hp, step), mse
+        return jnp.mean((y - data["values"][idx]) ** 2), regs
 
-    def eval_metrics(model, data):
+    def eval_metrics(model, state, hp, data):
         out = {"sparsity": model.sparsity_error()}
         for split in SPLITS:
             tokens, values = data[split]
             y, _ = model(tokens)
             out[f"{split}_mse"] = jnp.mean((y - values) ** 2)
             out[f"{split}_acc"] = jnp.mean((jnp.round(y) == values).astype(jnp.float32))
-        return out
+        return state.aux, out
 
     tokens, values = arrays["train"]
     train_data = {"tokens": jnp.asarray(tokens), "values": jnp.asarray(values)}
     eval_data = {s: tuple(jnp.asarray(a) for a in arrays[s]) for s in SPLITS}
-    return make_sequence_trainer(
-        factory,
-        batch_loss,
-        eval_metrics,
+    recipe = train.Recipe(
+        factory=factory,
+        loss=_sequence.batch_loss(model_loss),
+        evaluate=eval_metrics,
         train_data=train_data,
         eval_data=eval_data,
-        config=config,
     )
+    needs = training_needs([m.name])
+    return train.make_train(recipe, config, _sequence.hparams(config), needs)
 
 
 def judge(history, diverged, success_accuracy: float) -> dict:
@@ -130,35 +124,28 @@ def metrics_jsonl(history, num_done, diverged_at) -> str:
         for split in SPLITS:
             for k in FIELDS:
                 line[f"{split}_{k}"] = metrics_lib.quantiles(history[f"{split}_{k}"][e])
-        lines.append(reporting.dumps(line) + "\n")
+        lines.append(rep.dumps(line) + "\n")
     return "".join(lines)
 
 
-def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
-    """Train ``config.num_seeds`` seeds, judge each, write the workdir; returns the summary."""
-    validate(config)
-    trainer = make_trainer(config)
-    prepare_workdir(workdir, config, overwrite)
-    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
-    jsonl = os.path.join(workdir, "metrics.jsonl")
-    result = run_population(
-        trainer,
-        config,
-        seeds,
-        os.path.join(workdir, "checkpoints"),
-        progress=progress,
-        desc=config.model.name,
-        on_checkpoint=lambda h, done, d: reporting.atomic_write(jsonl, metrics_jsonl(h, done, d)),
-    )
-    history = result.history
-    judged = judge(history, result.diverged, float(config.success_accuracy))
+def population(config, settings) -> Population:
+    pop = _sequence.population(make_trainer(config), settings)
+    pop.metrics_jsonl = metrics_jsonl
+    return pop
+
+
+def write_results(workdir, config, outcome: Outcome) -> dict:
+    """Judge each seed at its best validation MSE; write the workdir; returns the summary."""
+    merged, seeds = outcome.results[""], outcome.run_seed
+    history, diverged = merged["history"], merged["diverged"]
+    judged = judge(history, diverged, float(config.success_accuracy))
     splits = []
     for split in SPLITS:
         values = {k: judged[f"{split}_{k}"] for k in FIELDS}
         group = rep.group_summary(values, judged["solved"] if split == "test" else None)
         splits.append({"split": split, **group})
     summary = {
-        **run_summary(config, seeds, result),
+        **_sequence.run_fields(config, seeds, merged),
         "success_accuracy": float(config.success_accuracy),
         "splits": splits,
     }
@@ -168,13 +155,13 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
         "best_step": judged["best_step"],
     }
     columns.update({f"{s}_{k}": judged[f"{s}_{k}"] for s in SPLITS for k in FIELDS})
-    columns.update(diverged=result.diverged.astype(int), diverged_at=result.diverged_at)
+    columns.update(diverged=diverged.astype(int), diverged_at=merged["diverged_at"])
     rep.write_files(
         workdir,
         {
-            "metrics.jsonl": metrics_jsonl(history, len(history["step"]), result.diverged_at),
+            "metrics.jsonl": metrics_jsonl(history, len(history["step"]), merged["diverged_at"]),
             "seeds.csv": rep.csv_text(columns),
-            "summary.json": reporting.dumps(summary) + "\n",
+            "summary.json": rep.dumps(summary) + "\n",
             "summary.md": format_summary(summary),
             "curves.png": _plot(history),
         },
@@ -184,6 +171,8 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
 
 def format_summary(summary: dict) -> str:
     """The printed and saved table: run facts, then one row per split."""
+    if "settings" in summary:
+        return rep.settings_markdown(summary, format_summary)
     s = summary
     header = [
         ("model", f"embedding → LSTM → {s['model']} output cell"),
@@ -217,4 +206,4 @@ def _plot(history) -> bytes:
         acc = {s: np.nanmean(history[f"{s}_acc"], 1) for s in SPLITS}
         mse = {f"{s} MSE (median)": q(history[f"{s}_mse"]) for s in SPLITS}
     series = {f"{s} accuracy (mean)": (acc[s], None) for s in SPLITS}
-    return rep.group_plot(history["step"], series, xlabel="step", x_scale="linear", mse=mse)
+    return plots.group_plot(history["step"], series, xlabel="step", x_scale="linear", mse=mse)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from nalu_jax import metrics as metrics_lib
-from nalu_jax import reporting
-from nalu_jax import sequence_reporting as rep
+from nalu_jax import plots
+from nalu_jax import report as rep
 
 FIELDS = ("mse_last", "mse_all", "acc_last", "acc_all")
 
@@ -20,7 +20,7 @@ def _line(history, e, thresholds, diverged_at, lengths):
         if thresholds is not None:
             entry["seeds_solved"] = int(np.sum(history["mse_last"][e][:, j] < thresholds[j]))
         line["lengths"][str(n)] = entry
-    return reporting.dumps(line)
+    return rep.dumps(line)
 
 
 def metrics_jsonl(history, num_done, thresholds, diverged_at, lengths) -> str:
@@ -33,6 +33,8 @@ def metrics_jsonl(history, num_done, thresholds, diverged_at, lengths) -> str:
 
 def format_summary(summary: dict) -> str:
     """The printed and saved table: run facts, then one row per test length."""
+    if "settings" in summary:
+        return rep.settings_markdown(summary, format_summary)
     s = summary
     header = [
         ("model", s["model"]),
@@ -80,4 +82,4 @@ def curves_png(summary) -> bytes:
     mse = {"MSE last step (median)": [g["mse_last_median"] for g in groups]}
     if groups and groups[0]["threshold"] is not None:
         mse["reference threshold"] = [g["threshold"] for g in groups]
-    return rep.group_plot(lengths, series, xlabel="sequence length", x_scale="log", mse=mse)
+    return plots.group_plot(lengths, series, xlabel="sequence length", x_scale="log", mse=mse)

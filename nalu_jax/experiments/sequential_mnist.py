@@ -18,27 +18,23 @@ import json
 import math
 import os
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from nalu_jax import metrics as metrics_lib
-from nalu_jax import reporting
-from nalu_jax import sequence_reporting as rep
-from nalu_jax import sequential_mnist_report as report
-from nalu_jax.config_utils import ConfigError, validate_common
-from nalu_jax.sequence_engine import (
-    make_sequence_trainer,
-    regularized_loss,
-    run_population,
-    run_summary,
-)
+from nalu_jax import report as rep
+from nalu_jax import train
+from nalu_jax.config import ConfigError, validate_common
+from nalu_jax.experiments import _sequence
+from nalu_jax.experiments import sequential_mnist_report as report
+from nalu_jax.experiments.sequential_mnist_report import FIELDS, format_summary
+from nalu_jax.run import Outcome, Population, run_population
 from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
-from nalu_jax.sequential_mnist_report import FIELDS, format_summary
 from nalu_jax.tasks import digits as digits_lib
-from nalu_jax.units import UNITS
+from nalu_jax.units import UNITS, training_needs
 from nalu_jax.units.recurrent import RECURRENT_BASELINES
-from nalu_jax.workdir import prepare_workdir
+
+SWEEPABLE = _sequence.SWEEPABLE
 
 
 def validate(config) -> None:
@@ -75,11 +71,19 @@ def validate(config) -> None:
         )
 
 
-def make_trainer(config, cell: str | None = None, dataset=None):
-    """The per-seed ``SequenceTrainer`` of ``config`` (``cell`` overrides ``model.name``;
-    ``dataset``: ``load_digits_dataset(config)`` when already loaded)."""
+def load_dataset(config):
+    """``load_digits_dataset(config)``, its data errors as config errors."""
+    try:
+        return digits_lib.load_digits_dataset(config)
+    except digits_lib.DataError as e:
+        raise ConfigError(str(e)) from None
+
+
+def make_trainer(config, cell: str | None = None, dataset=None) -> train.Trainer:
+    """The per-seed ``Trainer`` of ``config`` (``cell`` overrides ``model.name``;
+    ``dataset``: ``load_dataset(config)`` when already loaded)."""
     task, cell = config.task.name, cell or config.model.name
-    dataset = dataset or digits_lib.load_digits_dataset(config)
+    dataset = dataset or load_dataset(config)
     train_images, train_labels, test_images, test_labels = dataset
     lengths = tuple(int(n) for n in config.task.test_lengths)
     m = config.model
@@ -107,14 +111,13 @@ def make_trainer(config, cell: str | None = None, dataset=None):
 
     batch, train_length = int(config.train.batch_size), int(config.task.train_length)
 
-    def batch_loss(model, hp, step, key, data):
-        data_key, noise_key = jax.random.split(key)
+    def model_loss(model, data_key, noise_key, data):
         idx = digits_lib.sample_indices(data_key, data["pool"], (batch, train_length))
         ys, regs = model(data["images"][idx], training=True, key=noise_key)
         mse = jnp.mean((ys - digits_lib.cumulative_targets(task, data["labels"][idx])) ** 2)
-        return regularized_loss(mse, regs, hp, step), mse
+        return mse, regs
 
-    def eval_metrics(model, data):
+    def eval_metrics(model, state, hp, data):
         values = model.digit_values(data["images"])  # each test image through the CNN once
         per_length = []
         for seqs in data["sequences"]:
@@ -128,7 +131,7 @@ def make_trainer(config, cell: str | None = None, dataset=None):
         )
         out["image_mse"], out["image_acc"] = single["mse_last"], single["acc_last"]
         out["sparsity"] = model.sparsity_error()
-        return out
+        return state.aux, out
 
     train_data = {
         "images": jnp.asarray(train_images),
@@ -142,14 +145,15 @@ def make_trainer(config, cell: str | None = None, dataset=None):
         "sequences": tuple(jnp.asarray(s) for s in seqs),
         "image_pool": jnp.asarray(digits_lib.pool(test_labels, task)),
     }
-    return make_sequence_trainer(
-        factory,
-        batch_loss,
-        eval_metrics,
+    recipe = train.Recipe(
+        factory=factory,
+        loss=_sequence.batch_loss(model_loss),
+        evaluate=eval_metrics,
         train_data=train_data,
         eval_data=eval_data,
-        config=config,
     )
+    # λ̂ and the other hyperparameters follow config.model.name (also for the reference)
+    return train.make_train(recipe, config, _sequence.hparams(config), training_needs([cell]))
 
 
 def thresholds_from(mse_last, confidence: float = 0.99) -> np.ndarray:
@@ -178,10 +182,12 @@ def reference(config, workdir, progress, dataset=None):
     if n < 1 or config.model.name == SOLVED_ACCUMULATOR:
         return None, None
     seeds = np.arange(config.first_seed, config.first_seed + n)
+    trainer = make_trainer(config, SOLVED_ACCUMULATOR, dataset)
     result = run_population(
-        make_trainer(config, SOLVED_ACCUMULATOR, dataset),
+        trainer,
+        train.seed_keys(config.seed, seeds),
+        trainer.hparams,
         config,
-        seeds,
         os.path.join(workdir, "reference", "checkpoints"),
         progress=progress,
         desc="reference",
@@ -189,9 +195,9 @@ def reference(config, workdir, progress, dataset=None):
     final = result.history["mse_last"][-1]
     thresholds = thresholds_from(final, float(config.reference.confidence))
     mean = np.asarray([metrics_lib.mean_interval(c[np.isfinite(c)])[0] for c in final.T])
-    reporting.atomic_write(
+    rep.atomic_write(
         path,
-        reporting.dumps(
+        rep.dumps(
             {
                 "lengths": list(config.task.test_lengths),
                 "num_seeds": n,
@@ -204,34 +210,39 @@ def reference(config, workdir, progress, dataset=None):
     return thresholds, mean
 
 
-def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
-    """Train ``config.num_seeds`` seeds (and the reference), judge per length, write workdir."""
-    validate(config)
-    dataset = digits_lib.load_digits_dataset(config)  # data errors before the workdir exists
-    trainer = make_trainer(config, dataset=dataset)
-    prepare_workdir(workdir, config, overwrite)
+def population(config, settings) -> Population:
+    """The model's program; the thresholds come from ``prepare`` (the reference population)."""
+    dataset = load_dataset(config)  # data errors before the workdir exists
     lengths = [int(n) for n in config.task.test_lengths]
-    thresholds, ref_mean = reference(config, workdir, progress, dataset)
-    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
-    jsonl = os.path.join(workdir, "metrics.jsonl")
-    result = run_population(
-        trainer,
-        config,
-        seeds,
-        os.path.join(workdir, "checkpoints"),
-        progress=progress,
-        desc=config.model.name,
-        on_checkpoint=lambda h, done, d: reporting.atomic_write(
-            jsonl, report.metrics_jsonl(h, done, thresholds, d, lengths)
-        ),
-    )
-    history = result.history
+    pop = _sequence.population(make_trainer(config, dataset=dataset), settings)
+    pop.contexts[0]["dataset"] = dataset
+
+    def jsonl(history, done, diverged_at):
+        thresholds = pop.contexts[0].get("thresholds")
+        return report.metrics_jsonl(history, done, thresholds, diverged_at, lengths)
+
+    pop.metrics_jsonl = jsonl
+    return pop
+
+
+def prepare(config, workdir, pop: Population, progress: bool) -> None:
+    """Train (or load) the reference population: per-length thresholds for every setting."""
+    thresholds, ref_mean = reference(config, workdir, progress, pop.contexts[0]["dataset"])
+    for context in pop.contexts:
+        context.update(thresholds=thresholds, ref_mean=ref_mean)
+
+
+def write_results(workdir, config, outcome: Outcome) -> dict:
+    """Judge each seed per test length against the thresholds; write the workdir."""
+    context, merged = outcome.populations[""].contexts[0], outcome.results[""]
+    thresholds, ref_mean = context["thresholds"], context["ref_mean"]
+    lengths = [int(n) for n in config.task.test_lengths]
+    seeds, history, diverged = outcome.run_seed, merged["history"], merged["diverged"]
     final = {k: history[k][-1] for k in FIELDS}  # [S, L]
     if thresholds is None and config.model.name == SOLVED_ACCUMULATOR:
         thresholds = thresholds_from(final["mse_last"], float(config.reference.confidence))
     judged = thresholds is not None
-    solved = (final["mse_last"] < thresholds) & ~result.diverged[:, None] if judged else None
-
+    solved = (final["mse_last"] < thresholds) & ~diverged[:, None] if judged else None
     per_length = []
     for j, n in enumerate(lengths):
         group = rep.group_summary(
@@ -244,7 +255,7 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
         )
         per_length.append(group)
     summary = {
-        **run_summary(config, seeds, result),
+        **_sequence.run_fields(config, seeds, merged),
         "task": config.task.name,
         "data": config.data.source,
         "train_length": int(config.task.train_length),
@@ -253,8 +264,8 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     }
     columns = {
         "seed": seeds,
-        "diverged": result.diverged.astype(int),
-        "diverged_at": result.diverged_at,
+        "diverged": diverged.astype(int),
+        "diverged_at": merged["diverged_at"],
         "image_accuracy": history["image_acc"][-1],
     }
     for j, n in enumerate(lengths):
@@ -266,10 +277,10 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
         workdir,
         {
             "metrics.jsonl": report.metrics_jsonl(
-                history, len(history["step"]), thresholds, result.diverged_at, lengths
+                history, len(history["step"]), thresholds, merged["diverged_at"], lengths
             ),
             "seeds.csv": rep.csv_text(columns),
-            "summary.json": reporting.dumps(summary) + "\n",
+            "summary.json": rep.dumps(summary) + "\n",
             "summary.md": format_summary(summary),
             "curves.png": report.curves_png(summary),
         },

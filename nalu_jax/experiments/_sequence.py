@@ -1,0 +1,71 @@
+"""Pieces the two sequence experiments (sequential MNIST, number translation) share."""
+
+from __future__ import annotations
+
+import jax
+
+from nalu_jax import report, train
+from nalu_jax.models import MODELS
+from nalu_jax.run import Population
+from nalu_jax.units import training_needs
+
+#: traced hyperparameters the sequence experiments can sweep in one program
+SWEEPABLE = (
+    "lr",
+    "reg_scale",
+    "reg_start",
+    "reg_end",
+    "lambda_z",
+    "npu_beta_start",
+    "npu_beta_end",
+)
+
+
+def default_reg_scale(unit: str) -> float:
+    """λ̂ of a cell's unit when ``train.reg_scale`` is None: the unit's value in the model table
+    of units.md (NAU 0.01), else 10 (NMU and the other regularised units)."""
+    spec = MODELS.get(unit)
+    return spec.reg_scale if spec is not None and spec.reg_scale else 10.0
+
+
+def hparams(config) -> train.HParams:
+    """``config.train`` (lr, λ ramp, β set by the sequence configs) with λ̂ by the cell unit."""
+    unit = config.model.name
+    return train.build_hparams(
+        config.train, training_needs([unit]), reg_scale=default_reg_scale(unit)
+    )
+
+
+def batch_loss(model_loss):
+    """A ``Recipe.loss`` from ``model_loss(model, data_key, noise_key, data) -> (mse, regs)``:
+    the step key split into data and noise keys, and the shared regularised loss. R_z stays
+    in the loss even when λ_z is 0: the sequence models always carried it, and dropping it
+    changes how XLA compiles the gradient (last bits of the results)."""
+
+    def loss(model, hp, state, key, data):
+        data_key, noise_key = jax.random.split(key)
+        mse, regs = model_loss(model, data_key, noise_key, data)
+        return train.regularized_loss(mse, regs, hp, state.step, with_z=True), mse
+
+    return loss
+
+
+def population(trainer, settings, **fields) -> Population:
+    """One program (``trainer``) and each setting's hyperparameters."""
+    return Population(
+        trainer, [hparams(s.config) for s in settings], [{} for _ in settings], **fields
+    )
+
+
+def run_fields(config, seeds, merged) -> dict:
+    """The run-level summary fields every sequence experiment reports (model, seeds, steps,
+    divergence, timing); experiments add their own judgement on top."""
+    return {
+        "model": config.model.name,
+        "num_seeds": len(seeds),
+        "first_seed": int(config.first_seed),
+        "root_seed": int(config.seed),
+        "num_steps": int(config.num_steps),
+        "diverged": int(merged["diverged"].sum()),
+        **report.timing(merged),
+    }

@@ -1,0 +1,331 @@
+"""The static arithmetic task (tasks.md §1) and the single-module benchmark (§2).
+
+    python -m nalu_jax.main --config=configs/arithmetic.py:model=nmu,op=mul --workdir=runs/x
+
+What this experiment supplies to the core: the task (``build_task``), the network
+(``build_model_factory``), the loss on a fresh batch from the task's generator with each
+seed's subset offset, the evaluation on fixed range-free sets (``nalu_jax.tasks.eval_sets``),
+iNALU's gated regulariser and stall re-initialisation (declared by the unit), and a success
+threshold per sweep setting (ε-perturbed, simulated and cached). Judgement and files:
+``nalu_jax.report.write_population``. ``make_recipe`` is shared with the recurrent task.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from nalu_jax import report, sweep, train
+from nalu_jax import tasks as task_lib
+from nalu_jax.config import SWEEPABLE as ALL_SWEEPABLE
+from nalu_jax.config import ConfigError, as_tuples, prefix, validate_common
+from nalu_jax.models import MODELS, model_factory, resolve_layers
+from nalu_jax.run import Outcome, Population
+from nalu_jax.tasks import eval_sets
+from nalu_jax.tasks import single_module as sm
+from nalu_jax.tasks.thresholds import success_threshold
+from nalu_jax.units import training_needs
+
+INALU_HISTORY = 5000  # iNALU: training losses kept for the stall test
+INALU_CHECK_EVERY = 10  # … tested every this many steps
+RANGE_FIELDS = ("range_index", "interpolation_range", "extrapolation_range")
+SWEEPABLE = tuple(ALL_SWEEPABLE)  # every traced hyperparameter, ranges included
+
+
+@struct.dataclass
+class SeedExtras:
+    """The arithmetic task's per-seed state beside the core's (``TrainState.aux``)."""
+
+    offset: jax.Array  # int32 [] subset offset of this seed
+    last_valid_mse: jax.Array  # float32 [] latest interpolation MSE (iNALU regulariser gate)
+    loss_hist: jax.Array  # float32 [H] iNALU stall test ring buffer (H = 1, unused, otherwise)
+    hist_count: jax.Array  # int32 [] losses stored since the last reinitialisation
+    reinits: jax.Array  # int32 [] iNALU reinitialisations so far
+
+
+class EvalMetrics(NamedTuple):
+    valid_mse: jax.Array  # [] interpolation MSE on the fixed validation set
+    test_mse: jax.Array  # [] extrapolation MSE on the fixed test set
+    sparsity: jax.Array  # [] sparsity error of the model
+
+
+def validate(config) -> None:
+    validate_fields(config)
+    if config.task.kind not in ("arithmetic", "single_module"):
+        raise ConfigError(
+            f"task.kind must be 'arithmetic' or 'single_module' for experiment 'arithmetic', "
+            f"got {config.task.kind!r} (the recurrent task is experiment 'recurrent')."
+        )
+
+
+def validate_fields(config) -> None:
+    """The run and training fields of the arithmetic family (static and recurrent tasks)."""
+    validate_common(config, positive=(("eval_size", config.eval_size),))
+    if config.train.reg_schedule not in ("linear", "exp"):
+        raise ConfigError(
+            f"train.reg_schedule must be 'linear' or 'exp', got {config.train.reg_schedule!r}."
+        )
+    if config.train.sampler not in ("hash", "threefry"):
+        raise ConfigError(
+            f"train.sampler must be 'hash' or 'threefry', got {config.train.sampler!r}."
+        )
+
+
+def build_task(config) -> task_lib.ArithmeticTask:
+    """The ``ArithmeticTask`` of ``config.task`` (single-module ranges by ``range_index``)."""
+    tc = config.task
+    fields = dict(
+        op=tc.op,
+        input_size=tc.input_size,
+        subset_ratio=tc.subset_ratio,
+        overlap_ratio=tc.overlap_ratio,
+        num_subsets=tc.num_subsets,
+        simple=bool(tc.simple),
+        interpolation_range=as_tuples(tc.interpolation_range),
+        extrapolation_range=as_tuples(tc.extrapolation_range),
+    )
+    single = tc.kind == "single_module"
+    if not single and tc.get("range_index") is not None:
+        raise ConfigError(
+            "task.range_index applies only to task.kind 'single_module'; set "
+            "task.interpolation_range and task.extrapolation_range instead."
+        )
+    if single and tc.op not in sm.SINGLE_MODULE_OPS:
+        raise ConfigError(
+            f"task.op must be one of {sorted(sm.SINGLE_MODULE_OPS)} for the single-module "
+            f"benchmark, got {tc.op!r}."
+        )
+    try:
+        if single:
+            base = sm.single_module_task(tc.op, tc.range_index, tc.input_size)
+            fields.update(subset_ratio=base.subset_ratio, overlap_ratio=0.0, num_subsets=2)
+            for name in ("interpolation_range", "extrapolation_range"):
+                if fields[name] is None:
+                    fields[name] = getattr(base, name)
+        return task_lib.ArithmeticTask(**fields)
+    except ValueError as e:
+        raise ConfigError(prefix("task", str(e))) from None
+
+
+def build_model_factory(config, task):
+    """``(rngs -> network, unit names per layer)`` for ``config.model`` on ``task``."""
+    m = config.model
+    try:
+        names = resolve_layers(m.name, single_unit=bool(m.single_unit), first_layer=m.first_layer)
+        options = [dict(m.layer1_options), dict(m.layer2_options)][: len(names)]
+        factory = model_factory(
+            m.name,
+            task.input_size,
+            hidden_size=m.hidden_size,
+            single_unit=bool(m.single_unit),
+            first_layer=m.first_layer,
+            layer_options=tuple(options),
+        )
+    except (ValueError, TypeError) as e:
+        raise ConfigError(prefix("model", str(e))) from None
+    return factory, names
+
+
+def build_hparams(config, names) -> train.HParams:
+    """``config.train`` over the model's defaults (units.md table, single-unit λ̂) and the
+    units' own (NPU: lr 5e-3 and β by op)."""
+    spec = None if config.model.single_unit else MODELS.get(config.model.name)
+    return train.build_hparams(
+        config.train,
+        training_needs(names),
+        reg_scale=spec.reg_scale if spec else sm.SINGLE_UNIT_REG_SCALE.get(config.model.name, 0),
+        reg_start=spec.reg_start if spec else 0.0,
+        reg_end=spec.reg_end if spec else 1.0,
+        beta=(1e-9, 1e-7) if config.task.op == "div" else (1e-7, 1e-5),
+    )
+
+
+def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_data):
+    """The ``Recipe`` of a model trained on fresh inputs from ``task``'s generator.
+
+    Args:
+      input_shape: one sample's shape: ``(n,)``, or ``(T, n)`` for sequences.
+      target_fn: ``(x [batch, *input_shape], masks [K, n]) -> [batch]`` targets.
+      eval_data: ``eval_sets.evaluation_inputs(...)``, or ``{"valid": x, "test": x}`` inputs
+        whose targets ``target_fn`` gives.
+    """
+    needs = training_needs(names)
+    batch_size = int(config.train.batch_size)
+    schedule, with_z = str(config.train.reg_schedule), train.uses_z(config)
+    hist_len = INALU_HISTORY if needs.stall_reinit and config.train.inalu_reinit else 0
+    sampler = str(config.train.sampler)
+    tx = train.make_optimizer(config.train, needs)
+
+    def init_aux(seed_key):
+        init_key, offset_key, train_key = jax.random.split(seed_key, 3)
+        return (
+            init_key,
+            train_key,
+            SeedExtras(
+                offset=task_lib.sample_offset(task, offset_key).astype(jnp.int32),
+                last_valid_mse=jnp.full((), jnp.inf, jnp.float32),
+                # unused (length 1) without iNALU: zero-size arrays lose their seed sharding
+                loss_hist=jnp.zeros((max(hist_len, 1),), jnp.float32),
+                hist_count=jnp.zeros((), jnp.int32),
+                reinits=jnp.zeros((), jnp.int32),
+            ),
+        )
+
+    def loss(model, hp, state, key, data):
+        data_key, noise_key = jax.random.split(key)
+        rng = task.interpolation_range if hp.interpolation_range is None else hp.interpolation_range
+        x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), rng, sampler=sampler)
+        t = target_fn(x, task_lib.subset_masks(task, state.aux.offset))
+        y, regs = model.apply_with_regularizers(
+            x, training=True, key=noise_key if needs.noise else None
+        )
+        mse = jnp.mean((y[:, 0] - t) ** 2)
+        gate_on = None
+        if needs.gated_regularizer:
+            gate_on = (state.step > train.INALU_REG_AFTER) & (state.aux.last_valid_mse < 1.0)
+        return train.regularized_loss(
+            mse, regs, hp, state.step, schedule=schedule, with_z=with_z, gate_on=gate_on
+        ), mse
+
+    def stall_reinit(state, params, opt_state, mse):
+        """iNALU's per-seed stall test; a ``where``, never a Python branch."""
+        aux = state.aux
+        hist = aux.loss_hist.at[aux.hist_count % hist_len].set(mse)
+        count = aux.hist_count + 1
+        ordered = jnp.roll(hist, -(count % hist_len))  # oldest first once the buffer is full
+        first, second = ordered[: hist_len // 2], ordered[hist_len // 2 :]
+        stalled = (jnp.mean(first) <= jnp.mean(second) + jnp.std(second)) & (jnp.mean(second) > 1.0)
+        redo = (state.step % INALU_CHECK_EVERY == 0) & (count > hist_len) & stalled
+        seed_init_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), 0x1A1)
+        fresh = train.init_params(factory, jax.random.fold_in(seed_init_key, aux.reinits + 1))
+        params = train.tree_where(redo, fresh, params)
+        opt_state = train.tree_where(redo, tx.init(fresh), opt_state)
+        return (
+            params,
+            opt_state,
+            aux.replace(
+                loss_hist=hist,
+                hist_count=jnp.where(redo, 0, count),
+                reinits=aux.reinits + redo.astype(jnp.int32),
+            ),
+        )
+
+    def evaluate(model, state, hp, data):
+        """Interpolation/extrapolation MSE on the fixed sets and the sparsity error."""
+        offset = state.aux.offset
+        masks = task_lib.subset_masks(task, offset)
+        ranges = {
+            "valid": _or(hp.interpolation_range, task.interpolation_range),
+            "test": _or(hp.extrapolation_range, task.extrapolation_range),
+        }
+
+        def mse(name):
+            if f"{name}_u" in data:  # range-free draws
+                x, sums = eval_sets.range_inputs(task, data, name, ranges[name], offset)
+                t = task_lib.target_from_sums(task.op, sums)
+            else:
+                x = data[name]
+                t = target_fn(x, masks)
+            return jnp.mean((model(x)[:, 0] - t) ** 2)
+
+        metrics = EvalMetrics(mse("valid"), mse("test"), model.sparsity_error())
+        return state.aux.replace(last_valid_mse=metrics.valid_mse), metrics
+
+    return train.Recipe(
+        factory=factory,
+        loss=loss,
+        evaluate=evaluate,
+        eval_data=eval_data,
+        init_aux=init_aux,
+        after_update=stall_reinit if hist_len else None,
+    )
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+def make_trainer(config, task=None) -> train.Trainer:
+    """The per-seed ``Trainer`` of an arithmetic or single-module config."""
+    task = task or build_task(config)
+    factory, names = build_model_factory(config, task)
+    recipe = make_recipe(
+        config,
+        task,
+        factory,
+        names,
+        input_shape=(task.input_size,),
+        target_fn=functools.partial(task_lib.target, task),
+        eval_data=eval_sets.evaluation_inputs(task, int(config.eval_size)),
+    )
+    return train.make_train(recipe, config, build_hparams(config, names), training_needs(names))
+
+
+def threshold_settings(config) -> dict:
+    """Success-threshold kind, ε and sample count for ``config.task``."""
+    single = config.task.kind == "single_module"
+    eps = config.task.threshold_epsilon
+    return dict(
+        kind="single_module" if single else "arithmetic",
+        epsilon=eps if eps is not None else (1e-4 if single else 1e-5),
+        num_samples=int(config.task.threshold_samples),
+    )
+
+
+def population(config, settings, make=make_trainer, threshold=None) -> Population:
+    """One program for every setting: per-setting hparams (with traced ranges when a range is
+    swept) and thresholds; ``make(config, task)`` builds a setting's trainer, ``threshold``
+    ``(config, task) -> float`` its threshold (default: the static task's, simulated)."""
+    tasks = [build_task(s.config) for s in settings]
+    sweep.check_static(settings, tasks)
+    trainers = [make(s.config, t) for s, t in zip(settings, tasks, strict=True)]
+    if threshold is None:
+        threshold = lambda c, t: success_threshold(t, **threshold_settings(c))
+    thresholds = [threshold(s.config, t) for s, t in zip(settings, tasks, strict=True)]
+    hparams = [t.hparams for t in trainers]
+    program = trainers[0]
+    if set(RANGE_FIELDS) & {k for s in settings for k in s.values}:  # ranges become leaves
+        ranges = sweep.common_ranges(tasks)
+        c = sweep.with_ranges(settings[0].config, ranges[0])
+        program = make(c, build_task(c))
+        hparams = [
+            hp.replace(**{k: sweep.range_leaves(v) for k, v in r.items()})
+            for hp, r in zip(hparams, ranges, strict=True)
+        ]
+    contexts = [{"task": t, "threshold": th} for t, th in zip(tasks, thresholds, strict=True)]
+    return Population(
+        program,
+        hparams,
+        contexts,
+        postfix=lambda run_setting: _postfix(thresholds, run_setting),
+        metrics_jsonl=lambda h, done, d: report.metrics_lines(h, done, thresholds[0], d),
+    )
+
+
+def _postfix(thresholds, run_setting):
+    tracker = report.SolvedTracker(len(run_setting), [thresholds[h] for h in run_setting])
+
+    def postfix(history, done):  # incremental: each evaluation row is read once
+        while tracker.rows < done:
+            tracker.update(history["valid_mse"][tracker.rows], history["test_mse"][tracker.rows])
+        return {"solved": tracker.solved}
+
+    return postfix
+
+
+def write_results(workdir, config, outcome: Outcome) -> dict:
+    """Judge every run against its setting's threshold and write the files (``report``)."""
+    return report.write_population(
+        workdir, config, outcome.settings[0], outcome.populations[""].contexts[0],
+        outcome.run_seed, outcome.results[""], train.num_evaluations(config),
+    )  # fmt: skip
+
+
+def format_summary(summary: dict) -> str:
+    if "settings" in summary:
+        return report.combined_markdown(summary["settings"])
+    return report.summary_markdown(summary)

@@ -1,0 +1,109 @@
+"""Byte-identity check: run a fixed list of configs here and at another commit, compare files.
+
+    python tools/check_identity.py --against=698c75d [--keep=/tmp/identity] [--only=NAME,...]
+
+A refactor proves itself by giving the same per-seed results as the commit before it. This
+script checks out ``--against`` into a temporary git worktree, runs every case below there and
+in this working tree (same Python, same machine, ``--progress=false``, a private threshold
+cache each), and compares ``seeds.csv`` and ``metrics.jsonl`` (plus the other per-seed files a
+case lists) byte for byte. It prints one line per case and file, and exits 1 if any differs.
+Not run by CI (it takes a few minutes); a developer tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: name → (main.py arguments, files compared)
+CASES = {
+    "arithmetic_nmu_mul": (
+        ["--config=configs/arithmetic.py:model=nmu,op=mul,seeds=8,steps=3000"],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
+    "single_module_nau_add_r7": (
+        ["--config=configs/single_module.py:op=add,model=nau,range=7"],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
+    "recurrent_smoke": (
+        ["--config=configs/recurrent.py:model=nau,op=add,smoke"],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
+    "sequential_mnist_sum_smoke": (
+        ["--config=configs/sequential_mnist.py:task=sum,model=nau,smoke"],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
+    "number_translation_smoke": (
+        ["--config=configs/number_translation.py:model=nau,smoke"],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
+    "identity_smoke": (
+        ["--config=configs/identity.py:smoke"],
+        ("seeds.csv", "errors.csv"),
+    ),
+    "lr_sweep": (
+        ["--config=configs/arithmetic.py:model=nmu,op=mul,smoke", "--config.sweep.lr=(1e-3,1e-2)"],
+        tuple(f"settings/00{h}/{f}" for h in (0, 1) for f in ("seeds.csv", "metrics.jsonl")),
+    ),
+}
+
+
+def run_case(tree: str, args: list[str], workdir: str, cache: str) -> None:
+    env = dict(os.environ, PYTHONPATH=tree, NALU_JAX_CACHE=cache)
+    cmd = [sys.executable, "-m", "nalu_jax.main", *args, f"--workdir={workdir}", "--progress=false"]
+    out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed in {tree}:\n{out.stderr[-3000:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", required=True, help="the commit to compare with")
+    parser.add_argument(
+        "--keep", help="keep both trees' outputs here and reuse the other commit's next time"
+    )
+    parser.add_argument("--only", help="comma-separated case names (default: all)")
+    opts = parser.parse_args()
+    names = opts.only.split(",") if opts.only else list(CASES)
+    unknown = sorted(set(names) - set(CASES))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {sorted(CASES)}")
+    root = opts.keep or tempfile.mkdtemp(prefix="nalu-identity-")
+    old_tree = os.path.join(root, "tree-against")
+    if os.path.exists(old_tree):
+        subprocess.run(["git", "worktree", "remove", "--force", old_tree], cwd=HERE, check=False)
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", old_tree, opts.against],
+        cwd=HERE, check=True, capture_output=True,
+    )  # fmt: skip
+    differ = 0
+    try:
+        for name in names:
+            args, files = CASES[name]
+            for side, tree in (("against", old_tree), ("here", HERE)):
+                workdir = os.path.join(root, side, name)
+                done = os.path.join(workdir, "summary.json")
+                if side == "against" and opts.keep and os.path.exists(done):
+                    continue  # --keep: the other commit's outputs from an earlier call
+                shutil.rmtree(workdir, ignore_errors=True)
+                run_case(tree, args, workdir, os.path.join(root, side, "cache"))
+            for f in files:
+                a, b = (os.path.join(root, s, name, f) for s in ("against", "here"))
+                same = os.path.exists(a) and os.path.exists(b) and filecmp.cmp(a, b, shallow=False)
+                differ += not same
+                print(f"{name:28s} {f:28s} {'identical' if same else 'DIFFERS'}", flush=True)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", old_tree], cwd=HERE, check=False)
+    print(f"{differ} file(s) differ" if differ else "all identical")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
