@@ -25,7 +25,6 @@ from ml_collections import config_flags  # noqa: E402
 
 from nalu_jax import cli, report  # noqa: E402
 from nalu_jax.cli import fail, loaded_config  # noqa: E402
-from nalu_jax.config import ConfigError  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with variant string.")
 _MODELS = flags.DEFINE_list("models", None, "Model names to compare, e.g. nmu,nac_mul,nalu.")
@@ -48,12 +47,10 @@ def main(argv) -> None:
         config = base.copy_and_resolve_references()
         config.model.name = model  # λ̂, lr and other per-model defaults resolve from the name
         print(f"== {model}", flush=True)
-        try:
+        with cli.reported_errors():
             experiment = EXPERIMENTS[config.get("experiment", "arithmetic")]
             workdir = os.path.join(_WORKDIR.value, model)
             summary = run(experiment, config, workdir, progress=_PROGRESS.value)
-        except ConfigError as e:
-            fail(str(e))
         rows.extend(summary["settings"] if "settings" in summary else [summary])
         for r in rows[-len(summary.get("settings", [summary])) :]:
             r["setting"] = f"{model} {r.get('setting') or ''}".strip()

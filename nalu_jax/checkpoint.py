@@ -3,34 +3,59 @@
 The pytree is saved as a flat ``{"leaf_i": array}`` dict so that restoring needs only the
 structure of a freshly initialised state (``nnx.State`` and optax states round-trip exactly).
 Orbax writes to a temporary folder and renames it, so a checkpoint is either whole or absent.
+
+Each checkpoint also carries two fingerprints: ``layout`` (the tree's structure, shapes and
+dtypes: a checkpoint restores only into the state layout that wrote it) and ``digest`` (a
+sha256 of every saved array's bytes: flipped bits, truncated or overwritten files are caught).
+``restore_latest`` falls back from a damaged checkpoint to the newest intact one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import time
+import warnings
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from nalu_jax.config import ConfigError
+LAYOUT = "layout"  # uint8 [32]: sha256 of the tree's structure, shapes and dtypes
+DIGEST = "digest"  # uint8 [32]: sha256 of the saved arrays' bytes
 
-LAYOUT = "layout"  # the saved tree's structure fingerprint (uint8 [32])
+
+def _sha(data: bytes) -> np.ndarray:
+    return np.frombuffer(hashlib.sha256(data).digest(), np.uint8).copy()
 
 
 def layout(tree) -> np.ndarray:
-    """A fingerprint of ``tree``'s structure, leaf shapes and dtypes (sha256 as uint8 [32]):
-    a checkpoint restores only into the layout that wrote it."""
+    """A fingerprint of ``tree``'s structure, leaf shapes and dtypes."""
     leaves, treedef = jax.tree.flatten(tree)
-    text = repr(treedef) + repr([(np.shape(x), str(np.asarray(x).dtype)) for x in leaves])
-    return np.frombuffer(hashlib.sha256(text.encode()).digest(), np.uint8).copy()
+    return _sha(
+        (repr(treedef) + repr([(np.shape(x), str(np.asarray(x).dtype)) for x in leaves])).encode()
+    )
+
+
+def digest(flat: dict) -> np.ndarray:
+    """sha256 over the arrays of ``flat`` (name order), names, shapes and bytes included."""
+    h = hashlib.sha256()
+    for name in sorted(flat):
+        x = np.ascontiguousarray(np.asarray(flat[name]))
+        h.update(f"{name}{x.shape}{x.dtype}".encode())
+        h.update(x.tobytes())
+    return np.frombuffer(h.digest(), np.uint8).copy()
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be used (damaged, or of another layout); the sentence says why."""
 
 
 class Checkpointer:
     """Keeps the latest ``max_to_keep`` checkpoints of ``tree`` under ``directory``."""
 
-    def __init__(self, directory: str, max_to_keep: int = 2, *, process: int | None = None):
+    def __init__(self, directory: str, max_to_keep: int = 3, *, process: int | None = None):
         """``process``: in a multi-host run, this process's index; its manager then works
         alone (each process saves its own slice of the population, no cross-host barrier)."""
         self.directory = os.path.abspath(directory)
@@ -43,44 +68,70 @@ class Checkpointer:
                 active_processes={process},
                 barrier_sync_key_prefix=f"process_{process}",
             )
-        self._manager = ocp.CheckpointManager(
-            self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra),
-        )
+        self._options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra)
+        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
+
+    def all_steps(self) -> list[int]:
+        return sorted(self._manager.all_steps())
 
     def save(self, step: int, tree) -> None:
         leaves = jax.tree.leaves(tree)
         # Orbax refuses zero-size arrays; those are restored from the template instead.
         flat = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(leaves) if np.size(x)}
+        flat[DIGEST] = digest(flat)
         flat[LAYOUT] = layout(tree)
         self._manager.save(step, args=ocp.args.StandardSave(flat), force=True)
         self._manager.wait_until_finished()
 
     def restore(self, step: int, like):
-        """The checkpoint at ``step`` in the structure (and dtypes) of ``like``."""
+        """The checkpoint at ``step`` in the structure (and dtypes) of ``like``; raises
+        ``CheckpointError`` when it is of another layout or damaged."""
         leaves, treedef = jax.tree.flatten(like)
-        target = {
-            f"leaf_{i:05d}": jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype)
-            for i, x in enumerate(leaves)
-            if np.size(x)
-        }
-        target[LAYOUT] = jax.ShapeDtypeStruct((32,), np.uint8)
+        spec = lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype)
+        target = {f"leaf_{i:05d}": spec(x) for i, x in enumerate(leaves) if np.size(x)}
+        target[DIGEST] = target[LAYOUT] = jax.ShapeDtypeStruct((32,), np.uint8)
         try:
-            flat = self._manager.restore(step, args=ocp.args.StandardRestore(target))
-            same = np.array_equal(np.asarray(flat[LAYOUT]), layout(like))
-        except (KeyError, ValueError, TypeError):  # no fingerprint, or other leaves
-            same = False
-        if not same:
-            raise ConfigError(
-                f"the checkpoint at step {step} in {self.directory!r} was written with another "
-                "state layout (an older nalu_jax or another model); pass --overwrite to start "
-                "the run afresh."
-            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                flat = self._manager.restore(step, args=ocp.args.StandardRestore(target))
+        except Exception as e:  # orbax/tensorstore raise many kinds for damaged files
+            raise CheckpointError(f"it cannot be read ({type(e).__name__})") from None
+        if not np.array_equal(np.asarray(flat.pop(LAYOUT)), layout(like)):
+            raise CheckpointError("it was written with another state layout")
+        saved = np.asarray(flat.pop(DIGEST))
+        if not np.array_equal(saved, digest({k: np.asarray(v) for k, v in flat.items()})):
+            raise CheckpointError("its arrays do not match their digest (corrupted)")
         restored = [flat.get(f"leaf_{i:05d}", x) for i, x in enumerate(leaves)]
         return jax.tree.unflatten(treedef, restored)
+
+    def restore_latest(self, like, say=print):
+        """``(step, tree)`` of the newest checkpoint that restores intact, or ``(None, None)``;
+        each one skipped is reported by ``say`` in one sentence (which, and why)."""
+        steps = self.all_steps()
+        for step in reversed(steps):
+            try:
+                return step, self.restore(step, like)
+            except CheckpointError as e:
+                older = [s for s in steps if s < step]
+                then = f"trying step {older[-1]}" if older else "starting afresh"
+                kept = self._set_aside(step)
+                say(
+                    f"checkpoint at step {step} in {self.directory} is unusable: {e}; moved to "
+                    f"{kept}, {then}."
+                )
+        return None, None
+
+    def _set_aside(self, step: int) -> str:
+        """Move an unusable checkpoint out of the way (kept for inspection, never reused)."""
+        target = os.path.join(f"{self.directory}-unusable", f"{step}-{int(time.time())}")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.move(os.path.join(self.directory, str(step)), target)
+        self._manager.close()
+        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
+        return target
 
     def close(self) -> None:
         self._manager.close()

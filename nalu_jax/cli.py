@@ -6,6 +6,7 @@ exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import ml_collections
@@ -14,9 +15,31 @@ from absl import app, flags
 from nalu_jax.config import ConfigError
 
 
-def fail(message: str) -> None:
+def fail(message: str, status: int = 2) -> None:
     print(f"nalu_jax: error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(status)
+
+
+@contextlib.contextmanager
+def reported_errors():
+    """What a run can meet, as one sentence and the conventional status: a bad config value
+    (2), SIGINT/SIGTERM after saving (130/143), a failed write such as a full disk (1)."""
+    from nalu_jax.run import Interrupted
+
+    try:
+        yield
+    except ConfigError as e:
+        fail(str(e))
+    except Interrupted as e:
+        saved = f"saved at step {e.step}" if e.step is not None else "nothing to save yet"
+        fail(f"interrupted ({saved}); run the same command again to resume.", e.status)
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename else ""
+        fail(
+            f"could not write to the workdir{where}: {e.strerror or e}; nothing already saved "
+            "was lost: free space or fix permissions, then run the same command to resume.",
+            1,
+        )
 
 
 def loaded_config(config_flag):
@@ -57,3 +80,10 @@ def _parse_flags(argv):
         fail(f"a --config.FIELD override names no field of the config ({hint.strip(chr(39))}).")
     except ConfigError as e:
         fail(str(e))
+    except SyntaxError as e:  # the config file is not valid Python
+        fail(f"--config file {e.filename!r} has a syntax error on line {e.lineno}: {e.msg}.")
+    except OSError as e:  # a missing config file, met while applying --config.X overrides
+        reason = [ln.strip() for ln in str(e).splitlines() if ln.strip()][-1]
+        fail(f"--config file could not be loaded: {reason}.")
+    except Exception as e:  # an error inside the config file's get_config
+        fail(f"--config file could not be loaded: {type(e).__name__}: {e}.")

@@ -86,6 +86,7 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.num_seeds = num_seeds
     c.num_steps = num_steps
     c.seed_block = seed_block
+    c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.events)
     return c
 
 

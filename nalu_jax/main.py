@@ -19,7 +19,6 @@ from ml_collections import config_flags
 
 from nalu_jax import cli
 from nalu_jax.cli import fail, loaded_config
-from nalu_jax.config import ConfigError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. configs/x.py:args.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints and results.")
@@ -46,13 +45,11 @@ def main(argv) -> None:
     from nalu_jax import distributed
     from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
 
-    try:
+    with cli.reported_errors():
         distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
         summary = train_and_evaluate(
             config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )
-    except ConfigError as e:
-        fail(str(e))
     if summary is None:  # a non-zero process of a multi-host run: process 0 reports
         return
     print(EXPERIMENTS[config.get("experiment", "arithmetic")].format_summary(summary))

@@ -34,11 +34,16 @@ SEED_COLUMNS = (
 )
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read the process umask (os has no getter)
+
+
 def atomic_write(path: str, data: str | bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it (mkstemp makes 0600)
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
@@ -75,7 +80,7 @@ class SolvedTracker:
     """
 
     def __init__(self, num_seeds: int, threshold):
-        self.threshold = threshold
+        self.threshold = np.asarray(threshold, np.float64)
         self.best_valid = np.full(num_seeds, np.inf)
         self.best_test = np.full(num_seeds, np.nan)
         self.rows = 0  # evaluation rows consumed

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
+import sys
+import threading
 import time
 import warnings
 from typing import Any, NamedTuple
@@ -34,6 +37,7 @@ import numpy as np
 
 from nalu_jax import distributed, sweep
 from nalu_jax.checkpoint import Checkpointer
+from nalu_jax.config import ConfigError
 from nalu_jax.population import DevicePopulation, blocked, padded_size
 from nalu_jax.report import atomic_write, dumps
 from nalu_jax.train import Trainer, default_chunk, num_evaluations, seed_keys
@@ -50,9 +54,9 @@ class PopulationResult(NamedTuple):
     history: dict  # {"step": [E], "train_loss": [E, n], metric: [E, n, ...]}
     diverged: np.ndarray  # bool [n]
     diverged_at: np.ndarray  # int [n]
-    compile_s: float
+    compile_s: float  # over every segment of a resumed run
     loop_s: float
-    trained_steps: int  # steps trained in this call (0 when resumed at the end)
+    trained_steps: int  # steps trained, over every segment of a resumed run
     resumed_from_step: int | None  # the checkpoint this call started from; None: fresh
 
 
@@ -64,7 +68,7 @@ class Population:
     trainer: Trainer
     hparams: list
     contexts: list  # one dict per setting (e.g. its task and success threshold)
-    postfix: Any = None  # run_setting [n] -> ((history, num_done) -> bar fields), or None
+    solved: Any = None  # run_setting [n] -> ((history, num_done) -> bool [n]), or None
     metrics_jsonl: Any = None  # (history, num_done, diverged_at) -> str, or None
 
     def setting(self, h: int) -> Population:
@@ -99,18 +103,74 @@ def _metrics_dict(metrics) -> dict:
     return metrics._asdict() if hasattr(metrics, "_asdict") else dict(metrics)
 
 
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived; the run saved a checkpoint at ``step`` (None: nothing to
+    save yet) and can be resumed by re-running the same command."""
+
+    def __init__(self, signum: int, step: int | None):
+        super().__init__(signum, step)
+        self.signum, self.step = signum, step
+
+    @property
+    def status(self) -> int:
+        return 128 + self.signum  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
+
+
+class _StopRequest:
+    """Turns SIGINT/SIGTERM into a request honoured at the next period boundary (the main
+    thread only; a second signal exits at once)."""
+
+    def __init__(self):
+        self.signum, self._old = None, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:
+            os._exit(128 + signum)
+        self.signum = signum
+        say(f"{signal.Signals(signum).name} received: saving at the next period boundary.")
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def say(message: str) -> None:
+    """One sentence for the user on stderr."""
+    print(f"nalu_jax: {message}", file=sys.stderr, flush=True)
+
+
 def run_population(
     trainer: Trainer, keys, hparams, config, checkpoint_dir, *, checkpoint_process=None,
-    progress=True, desc=None, postfix=None, on_checkpoint=None,
+    progress=True, desc=None, postfix=None, on_checkpoint=None, on_evaluation=None,
 ) -> PopulationResult:  # fmt: skip
     """Train ``len(keys)`` runs of ``trainer`` for ``config.num_steps`` steps (module doc).
+
+    Checkpoints hold the ``n`` runs unpadded (so a run resumes on any device count), the
+    history and the cumulative timing. SIGINT/SIGTERM save at the next period boundary and
+    raise ``Interrupted``.
 
     Args:
       keys: ``[n]`` typed keys, one per run.
       hparams: one ``HParams`` for every run, or ``PerRun(HParams [n])``.
       postfix: ``(history, num_done) -> dict`` for the progress bar (diverged is added).
       on_checkpoint: ``(history, num_done, diverged_at [n])`` after each intermediate save.
+      on_evaluation: ``(history, e)`` after evaluation ``e`` is recorded.
     """
+    with _StopRequest() as stop:
+        return _run_population(
+            trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process, progress,
+            desc, postfix, on_checkpoint, on_evaluation,
+        )  # fmt: skip
+
+
+def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process,
+                    progress, desc, postfix, on_checkpoint, on_evaluation):  # fmt: skip
     init, train, evaluate = trainer.init, trainer.train, trainer.evaluate
     train_args = (hparams, trainer.train_data)
     eval_args = (hparams, trainer.eval_data)
@@ -126,7 +186,6 @@ def run_population(
 
     t0 = time.perf_counter()
     states = jax.jit(jax.vmap(init))(keys[pad])
-    parts = pop.split(states)
     t_args, e_args = per_device(train_args), per_device(eval_args)
     axes = lambda args: (0, *(0 if isinstance(a, PerRun) else None for a in args))
     eval_fn = jax.jit(blocked(evaluate, block, axes(eval_args)))
@@ -140,18 +199,30 @@ def run_population(
     }
     history["train_loss"] = np.full((num_evals, n), np.nan, np.float32)
     history["step"] = np.full((num_evals,), -1, np.int64)
+    clock = np.zeros(3, np.float64)  # compile s, loop s, steps trained: over every segment
     ckpt = Checkpointer(checkpoint_dir, process=checkpoint_process)
-    done, resumed = 0, ckpt.latest_step()
+    unpadded = lambda tree: jax.tree.map(lambda x: np.asarray(x)[:n], tree)
+
+    def save(step, snapshot):
+        ckpt.save(step, {"states": unpadded(snapshot), "history": history, "clock": clock})
+
+    like = {"states": unpadded(states), "history": history, "clock": clock}
+    resumed, saved = ckpt.restore_latest(like, say=say)
     if resumed is not None:
-        saved = ckpt.restore(resumed, {"states": states, "history": history})
-        parts = pop.split(saved["states"])
+        states = jax.tree.map(lambda x: np.asarray(x)[pad], saved["states"])
         history = {k: np.asarray(v) for k, v in saved["history"].items()}
-        done = int(np.sum(history["step"] >= 0))
+        clock = np.asarray(saved["clock"], np.float64).copy()
+        say(f"resumed from the checkpoint at step {resumed} in {checkpoint_dir}.")
+    done = int(np.sum(history["step"] >= 0))
+    parts = pop.split(states)
     del states
     if done < num_evals:  # a finished run only reports
         evaluate_c = pop.compile(eval_fn, parts, *e_args)
         train_c = pop.compile(train_fn, parts, *t_args)
     compile_s = time.perf_counter() - t0
+    clock[0] += compile_s
+    if stop.signum is not None:
+        raise Interrupted(stop.signum, resumed)
 
     chunk = default_chunk(config)
     bar = progress_bar(int(config.num_steps), done * every, progress, desc)
@@ -163,6 +234,8 @@ def run_population(
         history["step"][e] = e * every
         for name, value in metrics.items():
             history[name][e] = value[:n]
+        if on_evaluation is not None:
+            on_evaluation(history, e)
         if e == num_evals - 1:
             break
         outs = pop.run(train_c, parts, *t_args)
@@ -176,21 +249,86 @@ def run_population(
             diverged = int(np.sum(np.isnan(history["train_loss"][e + 1])))  # NaN: diverged
             bar.set_postfix(**extra, diverged=diverged)
             bar.update(every)
-        if (e + 1) % chunk == 0 and e + 1 < num_evals - 1:  # the last one is saved below
+        boundary = (e + 1) % chunk == 0 or stop.signum is not None
+        if boundary and e + 1 < num_evals - 1:  # the last one is saved below
             snapshot = pop.gather(parts)
-            ckpt.save((e + 1) * every, {"states": snapshot, "history": history})
+            clock[1:] += (time.perf_counter() - t_loop, trained)
+            t_loop, trained = time.perf_counter(), 0
+            save((e + 1) * every, snapshot)
             if on_checkpoint is not None:
                 on_checkpoint(history, e + 1, snapshot.diverged_at[:n])
-    loop_s = time.perf_counter() - t_loop
+            if stop.signum is not None:
+                if bar is not None:
+                    bar.close()
+                ckpt.close()
+                raise Interrupted(stop.signum, (e + 1) * every)
+    clock[1:] += (time.perf_counter() - t_loop, trained)
     if bar is not None:
         bar.close()
     final = pop.gather(parts)
     if done < num_evals:
-        ckpt.save(int(config.num_steps), {"states": final, "history": history})
+        save(int(config.num_steps), final)
     ckpt.close()
     return PopulationResult(
-        history, final.diverged[:n], final.diverged_at[:n], compile_s, loop_s, trained, resumed
+        history, final.diverged[:n], final.diverged_at[:n], float(clock[0]), float(clock[1]),
+        int(clock[2]), resumed,
+    )  # fmt: skip
+
+
+def events_writer(workdir, label, config, proc, settings, run_setting, solved):
+    """TensorBoard events of this program in ``workdir/tensorboard[/label][/process_p]``, or
+    None when ``config.tensorboard`` is off."""
+    if not config.get("tensorboard", True):
+        return None
+    from nalu_jax.events import EventWriter
+
+    logdir = _label_dir(workdir, "tensorboard", label)
+    if proc.count > 1:
+        logdir = os.path.join(logdir, f"process_{proc.index}")
+    names = [s.name for s in settings] if len(settings) > 1 else [""]
+    return EventWriter(logdir, names, run_setting, int(config.eval_every), solved)
+
+
+def _nbytes(tree) -> int:
+    return int(
+        sum(np.prod(x.shape, dtype=np.int64) * x.dtype.itemsize for x in jax.tree.leaves(tree))
     )
+
+
+def memory_estimate(pop: Population, runs: int, config) -> int:
+    """Bytes a population of ``runs`` needs on this host: each run's state about four times
+    (on the devices, the checkpoint snapshot, its unpadded copy and orbax's buffer), the
+    evaluation history, and the shared data."""
+    trainer = pop.trainer
+    state = jax.eval_shape(trainer.init, jax.random.key(0))
+    metrics = jax.eval_shape(trainer.evaluate, state, pop.hparams[0], trainer.eval_data)[1]
+    per_eval = _nbytes(_metrics_dict(metrics)) + 4  # + the training loss
+    padded = padded_size(runs, int(config.seed_block) * len(jax.local_devices()))
+    shared = _nbytes(trainer.train_data) + _nbytes(trainer.eval_data)
+    return 4 * padded * _nbytes(state) + runs * num_evaluations(config) * per_eval + shared
+
+
+def available_memory() -> int:
+    """Bytes this host can still give (``MemAvailable``), or the physical memory."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(pop: Population, runs: int, config) -> None:
+    """Refuse, in one sentence, a population that cannot fit in this host's memory."""
+    need, have = memory_estimate(pop, runs, config), available_memory()
+    if need > 0.9 * have:
+        raise ConfigError(
+            f"num_seeds={config.num_seeds} needs about {need / 2**30:.1f} GiB on this host "
+            f"({runs} runs), more than the {have / 2**30:.1f} GiB available; use fewer seeds "
+            "per process or more processes (--num_processes)."
+        )
 
 
 def _label_dir(workdir: str, name: str, label: str) -> str:
@@ -208,6 +346,10 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     programs = experiment.programs(config) if hasattr(experiment, "programs") else [("", config)]
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}
     proc = distributed.process_info()
+    runs = len(settings) * int(config.num_seeds)
+    share = distributed.process_slice(runs, proc)
+    for pop in populations.values():  # before the workdir is claimed
+        check_memory(pop, share.stop - share.start, config)
     prepare_workdir(workdir, config, overwrite, proc)
     if hasattr(experiment, "prepare"):
         for pop in populations.values():
@@ -221,7 +363,9 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     results = {}
     for label, _ in programs:
         pop = populations[label]
-        postfix = pop.postfix(run_setting[mine]) if pop.postfix else None
+        solved = pop.solved(run_setting[mine]) if pop.solved else None
+        postfix = (lambda h, done: {"solved": int(solved(h, done).sum())}) if solved else None
+        events = events_writer(workdir, label, config, proc, settings, run_setting[mine], solved)
         on_checkpoint = None
         if single and pop.metrics_jsonl is not None:
             jsonl = os.path.join(workdir, "metrics.jsonl")
@@ -229,7 +373,6 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
             def on_checkpoint(history, done, diverged_at, pop=pop, jsonl=jsonl):
                 atomic_write(jsonl, pop.metrics_jsonl(history, done, diverged_at))
 
-        # One setting: hyperparameters shared by every run; a sweep: one per run.
         run_hp = (
             pop.hparams[0]
             if len(settings) == 1
@@ -247,7 +390,10 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
             desc=label or None,
             postfix=postfix,
             on_checkpoint=on_checkpoint,
+            on_evaluation=events.write if events else None,
         )
+        if events:
+            events.close()
         part = {
             "history": result.history,
             "diverged": result.diverged,

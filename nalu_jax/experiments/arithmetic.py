@@ -13,6 +13,7 @@ threshold per sweep setting (ε-perturbed, simulated and cached). Judgement and 
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -88,6 +89,8 @@ def build_task(config) -> task_lib.ArithmeticTask:
         interpolation_range=as_tuples(tc.interpolation_range),
         extrapolation_range=as_tuples(tc.extrapolation_range),
     )
+    for name in ("interpolation_range", "extrapolation_range"):
+        _check_numbers(f"task.{name}", fields[name])
     single = tc.kind == "single_module"
     if not single and tc.get("range_index") is not None:
         raise ConfigError(
@@ -109,6 +112,20 @@ def build_task(config) -> task_lib.ArithmeticTask:
         return task_lib.ArithmeticTask(**fields)
     except ValueError as e:
         raise ConfigError(prefix("task", str(e))) from None
+
+
+def _check_numbers(field: str, rng) -> None:
+    """A range holds finite numbers (a command-line value that did not parse stays text)."""
+    if rng is None:
+        return
+    flat = [v for part in rng for v in (part if isinstance(part, tuple) else (part,))]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in flat) or not all(
+        math.isfinite(v) for v in flat
+    ):
+        text = rng[0] if len(rng) == 1 and isinstance(rng[0], str) else rng
+        raise ConfigError(
+            f"{field} must be finite numbers (lo, hi) or ((lo1, hi1), (lo2, hi2)), got {text!r}."
+        )
 
 
 def build_model_factory(config, task):
@@ -301,20 +318,22 @@ def population(config, settings, make=make_trainer, threshold=None) -> Populatio
         program,
         hparams,
         contexts,
-        postfix=lambda run_setting: _postfix(thresholds, run_setting),
+        solved=lambda run_setting: _solved(thresholds, run_setting),
         metrics_jsonl=lambda h, done, d: report.metrics_lines(h, done, thresholds[0], d),
     )
 
 
-def _postfix(thresholds, run_setting):
+def _solved(thresholds, run_setting):
+    """``(history, num_done) -> bool [n]``: runs solved if the run ended now (incremental:
+    each evaluation row is read once)."""
     tracker = report.SolvedTracker(len(run_setting), [thresholds[h] for h in run_setting])
 
-    def postfix(history, done):  # incremental: each evaluation row is read once
+    def solved(history, done):
         while tracker.rows < done:
             tracker.update(history["valid_mse"][tracker.rows], history["test_mse"][tracker.rows])
-        return {"solved": tracker.solved}
+        return tracker.best_test < tracker.threshold
 
-    return postfix
+    return solved
 
 
 def write_results(workdir, config, outcome: Outcome) -> dict:

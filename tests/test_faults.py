@@ -1,0 +1,312 @@
+"""What happens to real runs: kills, signals, other device counts, damaged checkpoints, failed
+writes, a second process on the workdir, impossible seed counts, broken config files."""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import load_config
+
+from nalu_jax import report
+from nalu_jax.config import ConfigError
+from nalu_jax.experiments import train_and_evaluate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A run long enough to be interrupted: 4 seeds, 8,000 steps, evaluation every 250 steps and a
+# checkpoint every 500 (small evaluation sets, a cheap threshold).
+LONG = [
+    "--config=configs/arithmetic.py:model=nmu,op=mul,seeds=4,steps=8000,smoke",
+    "--config.num_steps=8000",
+    "--config.eval_every=250",
+    "--config.checkpoint_every=500",
+    "--config.tensorboard=False",
+]
+
+
+def main_cmd(workdir, args=LONG):
+    return [
+        sys.executable,
+        "-m",
+        "nalu_jax.main",
+        *args,
+        f"--workdir={workdir}",
+        "--progress=false",
+    ]
+
+
+def env(devices: int):
+    return dict(
+        os.environ,
+        PYTHONPATH=ROOT,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        NALU_JAX_CACHE=os.path.join(ROOT, ".pytest_cache", "thresholds"),
+    )
+
+
+def finish(workdir, devices=2, args=LONG):
+    out = subprocess.run(main_cmd(workdir, args), cwd=ROOT, env=env(devices), capture_output=True,
+                         text=True, timeout=900)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+def results(workdir) -> dict:
+    return {f: open(os.path.join(workdir, f), "rb").read() for f in ("seeds.csv", "metrics.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("uninterrupted"))
+    finish(workdir)
+    return results(workdir)
+
+
+def checkpoints(workdir):
+    return glob.glob(os.path.join(workdir, "checkpoints", "[0-9]*"))
+
+
+def start_and_wait_for_checkpoint(workdir, devices=2):
+    proc = subprocess.Popen(main_cmd(workdir), cwd=ROOT, env=env(devices),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 600
+    while not checkpoints(workdir) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_saves_then_resume_on_one_device_is_identical(tmp_path, uninterrupted, sig, status):
+    workdir = str(tmp_path)
+    proc = start_and_wait_for_checkpoint(workdir)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == status, err[-2000:]
+    last = [ln for ln in err.strip().splitlines() if ln.startswith("nalu_jax: error")]
+    assert len(last) == 1 and "run the same command again to resume" in last[0]
+    assert "Traceback" not in err
+    assert not os.path.exists(os.path.join(workdir, "seeds.csv"))
+    out = finish(workdir, devices=1)  # resumed on another device count
+    assert "resumed from the checkpoint at step" in out.stderr
+    assert results(workdir) == uninterrupted
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_points_then_resume_is_identical(tmp_path, uninterrupted):
+    rng = np.random.default_rng(0)
+    workdir = str(tmp_path)
+    for _ in range(2):
+        proc = start_and_wait_for_checkpoint(workdir)
+        time.sleep(float(rng.uniform(0.0, 1.5)))  # sometimes inside a checkpoint write
+        proc.kill()
+        proc.communicate()
+    finish(workdir, devices=1)
+    assert results(workdir) == uninterrupted
+
+
+def smoke(tmp_path, **fields):
+    config = load_config("arithmetic", "model=nmu,op=mul,smoke")
+    config.checkpoint_every = 500
+    for k, v in fields.items():
+        config[k] = v
+    return config
+
+
+def flip_bits(path: str, count: int = 3) -> None:
+    data = bytearray(open(path, "rb").read())
+    for i in np.linspace(len(data) // 3, len(data) - 1, count).astype(int):
+        data[i] ^= 0x10
+    open(path, "wb").write(bytes(data))
+
+
+def data_files(step_dir: str) -> list:
+    return [p for p in glob.glob(os.path.join(step_dir, "**", "*"), recursive=True)
+            if os.path.isfile(p) and "d/" in p.replace(os.sep, "/")]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "damage", ["flip", "truncate", "delete", "metadata", "empty"], ids=lambda d: d
+)
+def test_damaged_latest_checkpoint_falls_back_to_an_intact_one(tmp_path, capsys, damage):
+    config = smoke(tmp_path)
+    first = train_and_evaluate(config, str(tmp_path), progress=False)
+    expected = results(str(tmp_path))
+    latest = max(checkpoints(str(tmp_path)), key=lambda p: int(os.path.basename(p)))
+    files = data_files(latest)
+    assert files, os.listdir(latest)
+    if damage == "flip":
+        for f in files:
+            flip_bits(f)
+    elif damage == "truncate":
+        for f in files:
+            os.truncate(f, os.path.getsize(f) // 2)
+    elif damage == "delete":
+        for f in files:
+            os.unlink(f)
+    elif damage == "metadata":
+        for f in glob.glob(os.path.join(latest, "**", "_METADATA"), recursive=True):
+            os.unlink(f)
+    else:
+        for f in os.listdir(latest):
+            p = os.path.join(latest, f)
+            os.system(f"rm -rf '{p}'")
+    os.unlink(tmp_path / "seeds.csv")
+    capsys.readouterr()
+    again = train_and_evaluate(config, str(tmp_path), progress=False)
+    err = capsys.readouterr().err
+    assert f"checkpoint at step {os.path.basename(latest)}" in err and "unusable" in err
+    assert results(str(tmp_path)) == expected
+    assert again["solved"] == first["solved"]
+
+
+def test_overwrite_always_starts_clean(tmp_path, capsys):
+    config = smoke(tmp_path)
+    train_and_evaluate(config, str(tmp_path), progress=False)
+    expected = results(str(tmp_path))
+    capsys.readouterr()
+    summary = train_and_evaluate(config, str(tmp_path), overwrite=True, progress=False)
+    assert "resumed" not in capsys.readouterr().err
+    assert results(str(tmp_path)) == expected
+    assert summary["seed_steps_per_s"] > 0
+
+
+def test_resumed_finished_run_reports_the_whole_runs_timing(tmp_path):
+    config = smoke(tmp_path)
+    first = train_and_evaluate(config, str(tmp_path), progress=False)
+    again = train_and_evaluate(config, str(tmp_path), progress=False)
+    assert again["seed_steps_per_s"] > 0 and again["wall_time_s"] >= first["wall_time_s"] * 0.99
+
+
+def test_a_failed_write_is_one_sentence_and_loses_nothing(tmp_path, monkeypatch, capsys):
+    from nalu_jax import cli
+
+    config = smoke(tmp_path)
+
+    def full(path, data):
+        raise OSError(28, "No space left on device", path)
+
+    monkeypatch.setattr(report, "atomic_write", full)
+    monkeypatch.setattr(sys.modules["nalu_jax.run"], "atomic_write", full)
+    with pytest.raises(SystemExit) as exit_info:
+        with cli.reported_errors():
+            train_and_evaluate(config, str(tmp_path), progress=False)
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0] and "resume" in err[0]
+    monkeypatch.undo()
+    capsys.readouterr()
+    train_and_evaluate(config, str(tmp_path), progress=False)
+    assert "resumed from the checkpoint at step 1000" in capsys.readouterr().err
+
+
+def test_a_second_live_process_is_refused_and_a_dead_ones_lock_is_taken(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from nalu_jax.workdir import lock; "
+         f"lock({str(tmp_path)!r}); print('locked', flush=True); time.sleep(60)"],
+        env=env(1), stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "locked"
+    config = smoke(tmp_path)
+    with pytest.raises(ConfigError, match=f"in use by process {holder.pid}"):
+        train_and_evaluate(config, str(tmp_path), progress=False)
+    holder.kill()
+    holder.wait()
+    train_and_evaluate(config, str(tmp_path), progress=False)  # the lock died with it
+    assert os.path.exists(tmp_path / "seeds.csv")
+
+
+def test_impossible_seed_count_is_refused_before_the_workdir_exists(tmp_path):
+    config = smoke(tmp_path, num_seeds=10**8)
+    workdir = tmp_path / "never"
+    with pytest.raises(ConfigError, match=r"num_seeds=100000000 needs about [\d.]+ GiB"):
+        train_and_evaluate(config, str(workdir), progress=False)
+    assert not workdir.exists()
+
+
+def test_result_files_are_readable_by_others_and_no_temp_files_stay(tmp_path):
+    stale = tmp_path / ".tmp-leftover"
+    stale.write_text("half")
+    train_and_evaluate(smoke(tmp_path), str(tmp_path), progress=False)
+    assert not stale.exists()
+    for name in ("seeds.csv", "summary.json", "metrics.jsonl", "config.json"):
+        assert os.stat(tmp_path / name).st_mode & 0o044 == 0o044, name
+
+
+def test_refused_resume_names_the_field_that_differs(tmp_path):
+    train_and_evaluate(smoke(tmp_path), str(tmp_path), progress=False)
+    other = smoke(tmp_path)
+    other.train.beta1 = 0.8
+    with pytest.raises(ConfigError, match=r"differs in train\.beta1"):
+        train_and_evaluate(other, str(tmp_path), progress=False)
+
+
+@pytest.mark.parametrize(
+    "args, expect",
+    [
+        (["--config=configs/nope.py", "--config.num_seeds=3"], "No such file"),
+        (["--config={bad}"], "syntax error on line 1"),
+        (["--config=configs/arithmetic.py:smoke", "--config.train.lr=inf"], "train.lr"),
+        (
+            ["--config=configs/arithmetic.py:smoke", "--config.task.interpolation_range=(nan,2)"],
+            "task.interpolation_range must be finite numbers",
+        ),
+    ],
+)
+def test_config_file_and_value_errors_are_one_sentence(tmp_path, args, expect):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def get_config(:\n")
+    args = [a.format(bad=bad) for a in args]
+    out = subprocess.run(main_cmd(tmp_path / "w", args), cwd=ROOT, env=env(1),
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and expect in lines[0], out.stderr[-1500:]
+
+
+def read_scalars(logdir) -> dict:
+    """``{tag: [(step, value)]}`` from the TFRecord event files under ``logdir``."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    out = {}
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        data, pos = open(path, "rb").read(), 0
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos : pos + 8])
+            event = Event.FromString(data[pos + 12 : pos + 12 + length])
+            pos += 12 + length + 4  # length, its crc, the record, its crc
+            for v in event.summary.value:
+                out.setdefault(v.tag, []).append((event.step, v.simple_value))
+    return out
+
+
+def test_tensorboard_events_read_back(tmp_path):
+    config = smoke(tmp_path)
+    train_and_evaluate(config, str(tmp_path), progress=False)
+    scalars = read_scalars(tmp_path / "tensorboard")
+    for tag in ("valid_mse/median", "test_mse/max", "sparsity/q25", "runs/solved", "runs/diverged"):
+        assert tag in scalars, sorted(scalars)
+    assert [step for step, _ in scalars["test_mse/median"]] == [0, 1000, 2000]
+    last = json.loads(open(tmp_path / "metrics.jsonl").readlines()[-1])
+    got = scalars["test_mse/median"][-1][1]
+    assert got == pytest.approx(last["extrapolation_mse"]["0.5"], rel=1e-6)
+    assert scalars["runs/solved"][-1][1] == last["seeds_solved"]
+
+
+def test_tensorboard_per_setting_in_a_sweep_and_off_switch(tmp_path):
+    config = smoke(tmp_path)
+    config.sweep.lr = (1e-3, 1e-2)
+    train_and_evaluate(config, str(tmp_path / "on"), progress=False)
+    tags = read_scalars(tmp_path / "on" / "tensorboard")
+    assert "setting_000/test_mse/median" in tags and "setting_001/runs/solved" in tags
+    off = smoke(tmp_path)
+    off.tensorboard = False
+    train_and_evaluate(off, str(tmp_path / "off"), progress=False)
+    assert not (tmp_path / "off" / "tensorboard").exists()
