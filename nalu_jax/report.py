@@ -179,10 +179,12 @@ def summary_markdown(summary: dict) -> str:
 def timing(merged: dict) -> dict:
     """The summary's timing fields from merged run results."""
     loop_s, seed_steps = merged["loop_s"], merged["seed_steps"]
+    resumed = int(merged.get("resumed_from_step", -1))  # this process's; -1: a fresh run
     return {
         "wall_time_s": merged["compile_s"] + loop_s,
         "compile_time_s": merged["compile_s"],
         "seed_steps_per_s": seed_steps / loop_s if seed_steps else 0.0,
+        "resumed_from_step": None if resumed < 0 else resumed,
     }
 
 

@@ -402,6 +402,9 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
             "compile_s": result.compile_s,
             "loop_s": result.loop_s,
             "seed_steps": (mine.stop - mine.start) * result.trained_steps,
+            "resumed_from_step": -1
+            if result.resumed_from_step is None
+            else result.resumed_from_step,
         }
         parts_dir = _label_dir(workdir, "parts", label)
         results[label] = distributed.gather_parts(parts_dir, proc, part, len(run_seed))

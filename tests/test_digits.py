@@ -64,22 +64,22 @@ def test_idx_reader_and_mnist_loader(tmp_path, gz):
 
 def test_idx_errors_name_the_file(tmp_path):
     path = tmp_path / "broken-idx"
-    with pytest.raises(ConfigError, match="broken-idx.*does not exist"):
+    with pytest.raises(digits.DataError, match="broken-idx.*does not exist"):
         digits.read_idx(str(path))
     path.write_bytes(b"\x01\x02\x08\x01" + b"\x00" * 8)
-    with pytest.raises(ConfigError, match="broken-idx.*bad magic"):
+    with pytest.raises(digits.DataError, match="broken-idx.*bad magic"):
         digits.read_idx(str(path))
     path.write_bytes(idx_bytes(np.zeros((4, 3, 3)))[:-5])
-    with pytest.raises(ConfigError, match="broken-idx.*truncated"):
+    with pytest.raises(digits.DataError, match="broken-idx.*truncated"):
         digits.read_idx(str(path))
     path.write_bytes(b"\x00\x00\x08\x03\x00\x00")
-    with pytest.raises(ConfigError, match="broken-idx.*truncated"):
+    with pytest.raises(digits.DataError, match="broken-idx.*truncated"):
         digits.read_idx(str(path))
     write_mnist(tmp_path, labels_train=np.arange(4))  # 5 images, 4 labels
-    with pytest.raises(ConfigError, match="train-labels-idx1-ubyte.*4 labels for 5 images"):
+    with pytest.raises(digits.DataError, match="train-labels-idx1-ubyte.*4 labels for 5 images"):
         digits.load_digits_dataset(data_config(directory=tmp_path))
     os.unlink(tmp_path / "t10k-images-idx3-ubyte")
-    with pytest.raises(ConfigError, match="t10k-images-idx3-ubyte"):
+    with pytest.raises(digits.DataError, match="t10k-images-idx3-ubyte"):
         digits.load_digits_dataset(data_config(directory=tmp_path))
 
 
@@ -88,7 +88,7 @@ def test_sklearn_digits_loader():
     assert train_x.shape == (1500, 8, 8) and test_x.shape == (297, 8, 8)
     assert train_x.dtype == np.float32 and train_x.min() == 0.0 and train_x.max() == 1.0
     assert set(np.unique(train_y)) == set(range(10)) and train_y.dtype == np.int32
-    with pytest.raises(ConfigError, match="data.source must be one of"):
+    with pytest.raises(digits.DataError, match="data.source must be one of"):
         digits.load_digits_dataset(data_config("emnist"))
 
 
