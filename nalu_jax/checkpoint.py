@@ -68,8 +68,8 @@ class Checkpointer:
                 active_processes={process},
                 barrier_sync_key_prefix=f"process_{process}",
             )
-        self._options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra)
-        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
+        options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra)
+        self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
@@ -129,8 +129,7 @@ class Checkpointer:
         target = os.path.join(f"{self.directory}-unusable", f"{step}-{int(time.time())}")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.move(os.path.join(self.directory, str(step)), target)
-        self._manager.close()
-        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
+        self._manager.reload()  # forget the moved step
         return target
 
     def close(self) -> None:

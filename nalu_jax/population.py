@@ -1,4 +1,13 @@
-"""Seeds as an axis: run a per-seed function over a population in fixed-width blocks.
+"""Seeds as an axis: a population of runs in fixed-width blocks on every device, and the loop.
+
+``run_population`` is the loop every experiment's runs go through (``nalu_jax.run.run`` calls
+it): it pads the runs to whole blocks on every local device, compiles once per device, and
+loops in Python over evaluation periods: ``evaluate`` (before that step's update) then
+``train`` (``eval_every`` updates in a ``lax.scan``). Between periods it records every metric
+per run, updates the progress bar and, every ``checkpoint_every`` steps, saves all states and
+the history with orbax. Re-running with the same checkpoint directory resumes.
+
+Why blocks:
 
 ``jax.vmap`` over all S seeds lets XLA pick kernels by S (e.g. a different dot or reduction
 strategy at 100 seeds than at 6), so seed k's floats would depend on how many seeds ran with
@@ -10,9 +19,19 @@ alone, among 1,000 others, or at any position (``tests/test_engine.py`` checks t
 from __future__ import annotations
 
 import math
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+
+from nalu_jax.checkpoint import Checkpointer
+from nalu_jax.train import Trainer, default_chunk, num_evaluations
 
 
 def padded_size(num_seeds: int, block: int) -> int:
@@ -106,3 +125,206 @@ class DevicePopulation:
     def gather(parts: list):
         """Device shares → one host (numpy) tree in population order."""
         return jax.tree.map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *parts)
+
+
+class PerRun(NamedTuple):
+    """An argument with a leading run axis ``[n, ...]`` (split over devices with the runs)."""
+
+    value: Any
+
+
+class PopulationResult(NamedTuple):
+    history: dict  # {"step": [E], "train_loss": [E, n], metric: [E, n, ...]}
+    diverged: np.ndarray  # bool [n]
+    diverged_at: np.ndarray  # int [n]
+    compile_s: float  # over every segment of a resumed run
+    loop_s: float
+    trained_steps: int  # steps trained, over every segment of a resumed run
+    resumed_from_step: int | None  # the checkpoint this call started from; None: fresh
+
+
+def progress_bar(total: int, initial: int, enabled: bool, desc: str | None = None):
+    """A tqdm bar on stderr (steps, elapsed, ETA; postfix set by the caller), or None."""
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total, initial=initial, unit="step", dynamic_ncols=True, mininterval=1.0, desc=desc
+    )
+
+
+def metrics_dict(metrics) -> dict:
+    return metrics._asdict() if hasattr(metrics, "_asdict") else dict(metrics)
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived; the run saved a checkpoint at ``step`` (None: nothing to
+    save yet) and can be resumed by re-running the same command."""
+
+    def __init__(self, signum: int, step: int | None):
+        super().__init__(signum, step)
+        self.signum, self.step = signum, step
+
+    @property
+    def status(self) -> int:
+        return 128 + self.signum  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
+
+
+class _StopRequest:
+    """Turns SIGINT/SIGTERM into a request honoured at the next period boundary (the main
+    thread only; a second signal exits at once)."""
+
+    def __init__(self):
+        self.signum, self._old = None, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:
+            os._exit(128 + signum)
+        self.signum = signum
+        say(f"{signal.Signals(signum).name} received: saving at the next period boundary.")
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def say(message: str) -> None:
+    """One sentence for the user on stderr."""
+    print(f"nalu_jax: {message}", file=sys.stderr, flush=True)
+
+
+def run_population(
+    trainer: Trainer, keys, hparams, config, checkpoint_dir, *, checkpoint_process=None,
+    progress=True, desc=None, postfix=None, on_checkpoint=None, on_evaluation=None,
+) -> PopulationResult:  # fmt: skip
+    """Train ``len(keys)`` runs of ``trainer`` for ``config.num_steps`` steps (module doc).
+
+    Checkpoints hold the ``n`` runs unpadded (so a run resumes on any device count), the
+    history and the cumulative timing. SIGINT/SIGTERM save at the next period boundary and
+    raise ``Interrupted``.
+
+    Args:
+      keys: ``[n]`` typed keys, one per run.
+      hparams: one ``HParams`` for every run, or ``PerRun(HParams [n])``.
+      postfix: ``(history, num_done) -> dict`` for the progress bar (diverged is added).
+      on_checkpoint: ``(history, num_done, diverged_at [n])`` after each intermediate save.
+      on_evaluation: ``(history, e)`` after evaluation ``e`` is recorded.
+    """
+    with _StopRequest() as stop:
+        return _run_population(
+            trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process, progress,
+            desc, postfix, on_checkpoint, on_evaluation,
+        )  # fmt: skip
+
+
+def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process,
+                    progress, desc, postfix, on_checkpoint, on_evaluation):  # fmt: skip
+    init, train, evaluate = trainer.init, trainer.train, trainer.evaluate
+    train_args = (hparams, trainer.train_data)
+    eval_args = (hparams, trainer.eval_data)
+    n, block, pop = len(keys), int(config.seed_block), DevicePopulation()
+    pad = np.minimum(np.arange(padded_size(n, block * len(pop.devices))), n - 1)
+
+    def padded(a):
+        return jax.tree.map(lambda x: np.asarray(x)[pad], a.value) if isinstance(a, PerRun) else a
+
+    def per_device(args) -> list:
+        """Per argument, one value per device (PerRun split, the rest replicated)."""
+        return [pop.split(padded(a)) if isinstance(a, PerRun) else pop.replicate(a) for a in args]
+
+    t0 = time.perf_counter()
+    states = jax.jit(jax.vmap(init))(keys[pad])
+    t_args, e_args = per_device(train_args), per_device(eval_args)
+    axes = lambda args: (0, *(0 if isinstance(a, PerRun) else None for a in args))
+    eval_fn = jax.jit(blocked(evaluate, block, axes(eval_args)))
+    train_fn = jax.jit(blocked(train, block, axes(train_args)), donate_argnums=0)
+    probe = jax.eval_shape(eval_fn, states, *(padded(a) for a in eval_args))
+    shapes = metrics_dict(probe[1])
+
+    num_evals, every = num_evaluations(config), int(config.eval_every)
+    history = {
+        k: np.full((num_evals, n) + v.shape[1:], np.nan, np.float32) for k, v in shapes.items()
+    }
+    history["train_loss"] = np.full((num_evals, n), np.nan, np.float32)
+    history["step"] = np.full((num_evals,), -1, np.int64)
+    clock = np.zeros(3, np.float64)  # compile s, loop s, steps trained: over every segment
+    ckpt = Checkpointer(checkpoint_dir, process=checkpoint_process)
+    unpadded = lambda tree: jax.tree.map(lambda x: np.asarray(x)[:n], tree)
+
+    def save(step, snapshot):
+        ckpt.save(step, {"states": unpadded(snapshot), "history": history, "clock": clock})
+
+    like = {"states": unpadded(states), "history": history, "clock": clock}
+    resumed, saved = ckpt.restore_latest(like, say=say)
+    if resumed is not None:
+        states = jax.tree.map(lambda x: np.asarray(x)[pad], saved["states"])
+        history = {k: np.asarray(v) for k, v in saved["history"].items()}
+        clock = np.asarray(saved["clock"], np.float64).copy()
+        say(f"resumed from the checkpoint at step {resumed} in {checkpoint_dir}.")
+    done = int(np.sum(history["step"] >= 0))
+    parts = pop.split(states)
+    del states
+    if done < num_evals:  # a finished run only reports
+        evaluate_c = pop.compile(eval_fn, parts, *e_args)
+        train_c = pop.compile(train_fn, parts, *t_args)
+    compile_s = time.perf_counter() - t0
+    clock[0] += compile_s
+    if stop.signum is not None:
+        raise Interrupted(stop.signum, resumed)
+
+    chunk = default_chunk(config)
+    bar = progress_bar(int(config.num_steps), done * every, progress, desc)
+    t_loop, trained = time.perf_counter(), 0
+    for e in range(done, num_evals):
+        outs = pop.run(evaluate_c, parts, *e_args)
+        parts = [o[0] for o in outs]
+        metrics = metrics_dict(pop.gather([o[1] for o in outs]))
+        history["step"][e] = e * every
+        for name, value in metrics.items():
+            history[name][e] = value[:n]
+        if on_evaluation is not None:
+            on_evaluation(history, e)
+        if e == num_evals - 1:
+            break
+        outs = pop.run(train_c, parts, *t_args)
+        parts = [o[0] for o in outs]
+        with warnings.catch_warnings():  # all-NaN rows: diverged runs
+            warnings.simplefilter("ignore", RuntimeWarning)
+            history["train_loss"][e + 1] = np.nanmean(pop.gather([o[1] for o in outs])[:n], axis=1)
+        trained += every
+        if bar is not None:
+            extra = postfix(history, e + 1) if postfix is not None else {}
+            diverged = int(np.sum(np.isnan(history["train_loss"][e + 1])))  # NaN: diverged
+            bar.set_postfix(**extra, diverged=diverged)
+            bar.update(every)
+        boundary = (e + 1) % chunk == 0 or stop.signum is not None
+        if boundary and e + 1 < num_evals - 1:  # the last one is saved below
+            snapshot = pop.gather(parts)
+            clock[1:] += (time.perf_counter() - t_loop, trained)
+            t_loop, trained = time.perf_counter(), 0
+            save((e + 1) * every, snapshot)
+            if on_checkpoint is not None:
+                on_checkpoint(history, e + 1, snapshot.diverged_at[:n])
+            if stop.signum is not None:
+                if bar is not None:
+                    bar.close()
+                ckpt.close()
+                raise Interrupted(stop.signum, (e + 1) * every)
+    clock[1:] += (time.perf_counter() - t_loop, trained)
+    if bar is not None:
+        bar.close()
+    final = pop.gather(parts)
+    if done < num_evals:
+        save(int(config.num_steps), final)
+    ckpt.close()
+    return PopulationResult(
+        history, final.diverged[:n], final.diverged_at[:n], float(clock[0]), float(clock[1]),
+        int(clock[2]), resumed,
+    )  # fmt: skip
