@@ -1,0 +1,62 @@
+"""Throughput of this tree against another commit, side by side in one sitting.
+
+    python tools/compare_throughput.py --against=698c75d [--seeds 100 1000] [--steps 10000]
+
+Checks ``--against`` out into a temporary git worktree and runs each tree's own
+``benchmarks/throughput.py`` alternately (against, here, against, here, … ``--repeats`` times
+per size), so both see the same machine load; prints every measurement as a JSON line, then
+the best seed-steps/s of each side and their ratio. A developer tool, not run by CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def measure(tree: str, seeds: int, steps: int) -> dict:
+    cmd = [sys.executable, "benchmarks/throughput.py", "--seeds", str(seeds), "--steps", str(steps)]
+    out = subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=tree),
+                         capture_output=True, text=True)  # fmt: skip
+    if out.returncode:
+        raise SystemExit(f"{tree}: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=2)
+    opts = parser.parse_args()
+    old = tempfile.mkdtemp(prefix="nalu-throughput-")
+    subprocess.run(["git", "worktree", "add", "--detach", old, opts.against], cwd=HERE,
+                   check=True, capture_output=True)  # fmt: skip
+    best = {}
+    try:
+        for seeds in opts.seeds:
+            for _ in range(opts.repeats):
+                for side, tree in (("against", old), ("here", HERE)):
+                    record = measure(tree, seeds, opts.steps)
+                    print(json.dumps({"side": side, **record}), flush=True)
+                    key = (seeds, side)
+                    best[key] = max(best.get(key, 0.0), record["seed_steps_per_s"])
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", old], cwd=HERE, check=False)
+    print("| seeds | against (best) | here (best) | here / against |")
+    print("|---|---|---|---|")
+    for seeds in opts.seeds:
+        a, h = best[(seeds, "against")], best[(seeds, "here")]
+        print(f"| {seeds} | {a:,.0f} | {h:,.0f} | {h / a:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
