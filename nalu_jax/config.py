@@ -87,6 +87,11 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.num_steps = num_steps
     c.seed_block = seed_block
     c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.events)
+    # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all
+    # listed ones). Every name of SWEEPABLE has a slot; each experiment accepts its own subset.
+    c.sweep = ml_collections.ConfigDict()
+    for name in SWEEPABLE:
+        c.sweep[name] = ml_collections.FieldReference(None, field_type=tuple)
     return c
 
 
@@ -138,12 +143,6 @@ def base_config():
     c.train.npu_beta_start = none_float()
     c.train.npu_beta_end = none_float()
 
-    # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all
-    # listed ones): lr, reg_scale, reg_start, reg_end, lambda_z, npu_beta_start, npu_beta_end,
-    # range_index, interpolation_range, extrapolation_range, threshold_epsilon.
-    c.sweep = ml_collections.ConfigDict()
-    for name in SWEEPABLE:
-        c.sweep[name] = ml_collections.FieldReference(None, field_type=tuple)
     return c
 
 

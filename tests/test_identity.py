@@ -49,3 +49,17 @@ def test_bad_values_are_config_errors(tmp_path, field, value):
     config.identity[field] = value
     with pytest.raises(ConfigError, match=f"identity.{field}"):
         train_and_evaluate(config, str(tmp_path), progress=False)
+
+
+def test_lr_is_a_traced_sweep_axis_like_the_other_experiments(tmp_path):
+    config = load_config("identity", "smoke")
+    config.sweep.lr = (1e-3, 1e-2)
+    summary = train_and_evaluate(config, str(tmp_path / "sweep"), progress=False)
+    assert [s["setting"] for s in summary["settings"]] == ["lr=0.001", "lr=0.01"]
+    alone = load_config("identity", "smoke")
+    alone.train.lr = 1e-2
+    train_and_evaluate(alone, str(tmp_path / "alone"), progress=False)
+    swept = open(tmp_path / "sweep" / "settings" / "001" / "seeds.csv").read()
+    assert swept == open(tmp_path / "alone" / "seeds.csv").read()  # seed k: same numbers
+    first = open(tmp_path / "sweep" / "settings" / "000" / "seeds.csv").read()
+    assert first != swept
