@@ -50,6 +50,22 @@ def batch_loss(model_loss):
     return loss
 
 
+def make_trainer(config, factory, model_loss, eval_metrics, *, train_data, eval_data,
+                 unit=None) -> train.Trainer:  # fmt: skip
+    """A sequence experiment's ``Trainer``: ``batch_loss(model_loss)``, its evaluation, the
+    hyperparameters of ``config`` (λ̂ by ``config.model.name``) and the needs of ``unit``
+    (default: ``config.model.name``)."""
+    recipe = train.Recipe(
+        factory=factory,
+        loss=batch_loss(model_loss),
+        evaluate=eval_metrics,
+        train_data=train_data,
+        eval_data=eval_data,
+    )
+    needs = training_needs([unit or config.model.name])
+    return train.make_train(recipe, config, hparams(config), needs)
+
+
 def population(trainer, settings, **fields) -> Population:
     """One program (``trainer``) and each setting's hyperparameters."""
     return Population(

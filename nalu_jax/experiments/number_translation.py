@@ -27,7 +27,7 @@ from nalu_jax.experiments import _sequence
 from nalu_jax.run import Outcome, Population
 from nalu_jax.sequence_models import NumberTranslationModel, cell_options
 from nalu_jax.tasks import translation as tr_lib
-from nalu_jax.units import UNITS, training_needs
+from nalu_jax.units import UNITS
 from nalu_jax.units.recurrent import RECURRENT_BASELINES
 
 SPLITS = ("valid", "test")
@@ -91,15 +91,9 @@ def make_trainer(config) -> train.Trainer:
     tokens, values = arrays["train"]
     train_data = {"tokens": jnp.asarray(tokens), "values": jnp.asarray(values)}
     eval_data = {s: tuple(jnp.asarray(a) for a in arrays[s]) for s in SPLITS}
-    recipe = train.Recipe(
-        factory=factory,
-        loss=_sequence.batch_loss(model_loss),
-        evaluate=eval_metrics,
-        train_data=train_data,
-        eval_data=eval_data,
+    return _sequence.make_trainer(
+        config, factory, model_loss, eval_metrics, train_data=train_data, eval_data=eval_data
     )
-    needs = training_needs([m.name])
-    return train.make_train(recipe, config, _sequence.hparams(config), needs)
 
 
 def judge(history, diverged, success_accuracy: float) -> dict:

@@ -31,7 +31,7 @@ from nalu_jax.experiments.sequential_mnist_report import FIELDS, format_summary
 from nalu_jax.run import Outcome, Population, run_population
 from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
 from nalu_jax.tasks import digits as digits_lib
-from nalu_jax.units import UNITS, training_needs
+from nalu_jax.units import UNITS
 from nalu_jax.units.recurrent import RECURRENT_BASELINES
 
 SWEEPABLE = _sequence.SWEEPABLE
@@ -145,15 +145,11 @@ def make_trainer(config, cell: str | None = None, dataset=None) -> train.Trainer
         "sequences": tuple(jnp.asarray(s) for s in seqs),
         "image_pool": jnp.asarray(digits_lib.pool(test_labels, task)),
     }
-    recipe = train.Recipe(
-        factory=factory,
-        loss=_sequence.batch_loss(model_loss),
-        evaluate=eval_metrics,
-        train_data=train_data,
-        eval_data=eval_data,
-    )
     # λ̂ and the other hyperparameters follow config.model.name (also for the reference)
-    return train.make_train(recipe, config, _sequence.hparams(config), training_needs([cell]))
+    return _sequence.make_trainer(
+        config, factory, model_loss, eval_metrics, train_data=train_data, eval_data=eval_data,
+        unit=cell,
+    )  # fmt: skip
 
 
 def thresholds_from(mse_last, confidence: float = 0.99) -> np.ndarray:
