@@ -16,6 +16,7 @@ EXPERIMENTS: dict[str, str] = {
     "sequential_mnist": "nalu_jax.sequential_mnist",
     "number_translation": "nalu_jax.number_translation",
     "identity": "nalu_jax.identity",  # identity-extrapolation failure of MLPs (tasks.md §6)
+    "gridworld": "nalu_jax.gridworld",  # time-tracking grid world, A2C agents (NALU §4.5)
 }
 
 
