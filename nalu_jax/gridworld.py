@@ -57,7 +57,9 @@ def validate(config) -> None:
         raise ConfigError(f"env.test_times must be positive integers, got {times!r}.")
     agents = list(m.agents)
     if not agents or any(a not in AGENTS for a in agents) or len(set(agents)) < len(agents):
-        raise ConfigError(f"model.agents must be distinct names of {sorted(AGENTS)}, got {agents!r}.")
+        raise ConfigError(
+            f"model.agents must be distinct names of {sorted(AGENTS)}, got {agents!r}."
+        )
     if "memory" in agents and m.unit not in UNITS:
         raise ConfigError(f"model.unit must be one of {sorted(UNITS)}, got {m.unit!r}.")
     for name in ("entropy_coef", "value_coef"):

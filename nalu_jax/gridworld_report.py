@@ -50,7 +50,8 @@ def agent_summary(config, agent, label, result) -> dict:
         "diverged": int(result.diverged.sum()),
         "per_t": [{"t": t, **row} for t, row in zip(times, per_t, strict=True)],
         "train_success_by_step": {
-            int(s): float(np.nanmean(r)) for s, r in zip(history["step"], history["train_success"])
+            int(s): float(np.nanmean(r))
+            for s, r in zip(history["step"], history["train_success"], strict=True)
         },
         "compile_time_s": result.compile_s,
         "wall_time_s": result.compile_s + result.loop_s,
@@ -102,7 +103,12 @@ def success_png(summary: dict) -> bytes:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
     for ax, key, interval, title in (
         (axes[0], "success_rate", "success_interval", "success rate (all episodes)"),
-        (axes[1], "mastered_rate", "mastered_interval", f"seeds with success ≥ {summary['master_rate']:g}"),
+        (
+            axes[1],
+            "mastered_rate",
+            "mastered_interval",
+            f"seeds with success ≥ {summary['master_rate']:g}",
+        ),
     ):
         ax.axvspan(lo - 0.5, hi + 0.5, color="0.9", label="training T")
         for a in summary["agents"]:
@@ -125,7 +131,13 @@ def success_png(summary: dict) -> bytes:
 
 def seeds_csv(config, results) -> str:
     """One row per (agent, seed): divergence, final training-range and per-T success."""
-    columns: dict = {"agent": [], "seed": [], "diverged": [], "diverged_at": [], "train_success": []}
+    columns: dict = {
+        "agent": [],
+        "seed": [],
+        "diverged": [],
+        "diverged_at": [],
+        "train_success": [],
+    }
     times = list(config.env.test_times)
     for t in times:
         columns[f"success_t{t}"] = []

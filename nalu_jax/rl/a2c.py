@@ -165,7 +165,9 @@ def make_a2c(
         )
 
     def loss_fn(params, hp, env_states, key):
-        ro = rollout(env, nnx.merge(graphdef, params), env_states, train_params, key, horizon, False)
+        ro = rollout(
+            env, nnx.merge(graphdef, params), env_states, train_params, key, horizon, False
+        )
         return a2c_loss(ro, hp)
 
     def train_step(state: A2CState, hp: A2CHParams):

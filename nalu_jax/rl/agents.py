@@ -32,7 +32,10 @@ class AgentCarry:
 def _heads(self, hidden: int, num_actions: int, rngs: nnx.Rngs) -> None:
     # Small policy init: a near-uniform policy at the start explores the grid.
     self.policy = nnx.Linear(
-        hidden, num_actions, kernel_init=nnx.initializers.variance_scaling(0.01, "fan_in", "normal"), rngs=rngs
+        hidden,
+        num_actions,
+        kernel_init=nnx.initializers.variance_scaling(0.01, "fan_in", "normal"),
+        rngs=rngs,
     )
     self.value = nnx.Linear(hidden, 1, rngs=rngs)
 
