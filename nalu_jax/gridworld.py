@@ -28,13 +28,14 @@ from nalu_jax import gridworld_report as report
 from nalu_jax.config_utils import ConfigError, positive_int, validate_common
 from nalu_jax.envs.gridworld import EnvParams, GridWorld
 from nalu_jax.loop import PerRun, run_population
-from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, make_a2c
+from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, make_a2c, random_policy_success
 from nalu_jax.rl.agents import AGENTS, make_agent
 from nalu_jax.train import seed_keys
 from nalu_jax.units import UNITS
 from nalu_jax.workdir import prepare_workdir
 
 format_summary = report.format_summary
+RANDOM_POLICY_KEY = 0x5EED_0DD
 
 
 def validate(config) -> None:
@@ -151,4 +152,13 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
         make_trainer(config, agent)
     prepare_workdir(workdir, config, overwrite)
     results = {a: run_agent(config, a, workdir, progress) for a in config.model.agents}
-    return report.write_all(config, workdir, results, agent_label)
+    return report.write_all(config, workdir, results, agent_label, random_success(config))
+
+
+def random_success(config):
+    """``[n_T]`` success rate of the uniform random policy on the evaluation episodes."""
+    e = config.env
+    env = GridWorld(int(e.size))
+    data = evaluation_episodes(env, list(e.test_times), int(e.eval_episodes), int(e.grace))
+    horizon = int(max(e.test_times) + e.grace)
+    return random_policy_success(env, data, horizon, jax.random.key(RANDOM_POLICY_KEY))

@@ -65,6 +65,8 @@ def format_summary(summary: dict) -> str:
     agents, lo, hi = summary["agents"], *summary["train_range"]
     head = ["T"] + [f"{a['label']}: success [95% Wilson]" for a in agents]
     head += [f"{a['label']}: seeds ≥ {summary['master_rate']:g}" for a in agents]
+    rand = summary.get("random_policy_success")
+    head += ["random policy"] if rand else []
     lines = [
         f"Grid world, {agents[0]['num_seeds']} seeds per agent, {summary['num_steps']} A2C "
         f"updates, {summary['eval_episodes']} greedy episodes per T; training T ∈ [{lo}, {hi}].",
@@ -82,6 +84,7 @@ def format_summary(summary: dict) -> str:
         for a in agents:
             r = a["per_t"][j]
             cells.append(f"{r['seeds_mastered']}/{a['num_seeds']}")
+        cells += [fmt(rand[j], True)] if rand else []
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for a in agents:
@@ -121,8 +124,12 @@ def success_png(summary: dict) -> bytes:
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(title)
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="lower left", fontsize=8)
-    fig.tight_layout()
+    if summary.get("random_policy_success"):
+        axes[0].plot(summary["test_times"], summary["random_policy_success"], "k--", lw=1,
+                     label="uniform random policy")  # fmt: skip
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
@@ -171,8 +178,12 @@ def metrics_jsonl(results) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_all(config, workdir: str, results: dict, label_fn) -> dict:
-    """Judge every agent's population and write the workdir's result files; the summary."""
+def write_all(config, workdir: str, results: dict, label_fn, random_success=None) -> dict:
+    """Judge every agent's population and write the workdir's result files; the summary.
+
+    ``random_success``: ``[n_T]`` success rate of the uniform random policy on the same
+    evaluation episodes (a reference line in the table and plot), or None.
+    """
     summary = {
         "experiment": "gridworld",
         "num_steps": int(config.num_steps),
@@ -183,6 +194,9 @@ def write_all(config, workdir: str, results: dict, label_fn) -> dict:
         "root_seed": int(config.seed),
         "first_seed": int(config.first_seed),
         "agents": [agent_summary(config, a, label_fn(config, a), r) for a, r in results.items()],
+        "random_policy_success": None
+        if random_success is None
+        else list(map(float, random_success)),
     }
     files = {
         "seeds.csv": seeds_csv(config, results),
