@@ -88,10 +88,13 @@ def format_summary(summary: dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for a in agents:
-        lines.append(
-            f"{a['label']}: {a['diverged']} diverged, {a['wall_time_s']:.0f} s "
-            f"({a['compile_time_s']:.0f} s compile), {a['seed_updates_per_s']:.0f} seed-updates/s."
+        timing = (
+            "no training in this call (resumed from the final checkpoint)"
+            if a["resumed_from_step"] == summary["num_steps"]
+            else f"{a['wall_time_s']:.0f} s ({a['compile_time_s']:.0f} s compile), "
+            f"{a['seed_updates_per_s']:.0f} seed-updates/s"
         )
+        lines.append(f"{a['label']}: {a['diverged']} diverged, {timing}.")
     return "\n".join(lines) + "\n"
 
 
