@@ -1,8 +1,9 @@
 """Judgement and workdir outputs of the grid-world experiment (``nalu_jax.gridworld``).
 
 Per agent and test T: the mean greedy success rate over seeds with a Wilson interval over all
-``seeds × episodes`` evaluation episodes (this treats episodes as independent, so it is the
-narrower of the two), and the number of seeds that master T (success ≥ ``judge.master_rate``)
+``seeds × episodes`` evaluation episodes (this treats episodes as independent, so it is
+narrow), the same mean with a Student-t interval over seeds (``seed_interval``, in
+``summary.json``), and the number of seeds that master T (success ≥ ``judge.master_rate``)
 with a Wilson interval over seeds. Files are written atomically.
 """
 
@@ -30,6 +31,9 @@ def judge(success, diverged, episodes: int, master_rate: float) -> list[dict]:
             {
                 "success_rate": float(col.mean()),
                 "success_interval": metrics_lib.wilson_interval(wins, col.size * episodes),
+                # the same mean with a Student-t interval over seeds (seeds vary more than
+                # episodes: the honest interval for comparing agents)
+                "seed_interval": metrics_lib.mean_interval(col)[1:],
                 "seeds_mastered": mastered,
                 "mastered_rate": mastered / col.size,
                 "mastered_interval": metrics_lib.wilson_interval(mastered, col.size),
