@@ -6,6 +6,7 @@ import json
 
 import jax
 import numpy as np
+import pytest
 
 from nalu_jax import gridworld
 from nalu_jax.envs import EnvParams, GridWorld
@@ -15,6 +16,7 @@ from nalu_jax.train import seed_keys
 from tests.conftest import load_config
 
 
+@pytest.mark.slow
 def test_a2c_beats_random_policy_on_training_range():
     env = GridWorld(5)
     factory = lambda rngs: make_agent("lstm", env.obs_size, env.num_actions, 32, rngs=rngs)
@@ -41,6 +43,7 @@ def _rows(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_end_to_end_resume_and_seed_independence(tmp_path):
     config = load_config("gridworld", "smoke,agent=memory")
     config.num_steps, config.eval_every, config.checkpoint_every = 20, 10, 10
