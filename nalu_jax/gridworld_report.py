@@ -144,13 +144,15 @@ def success_png(summary: dict) -> bytes:
 
 
 def seeds_csv(config, results) -> str:
-    """One row per (agent, seed): divergence, final training-range and per-T success."""
+    """One row per (agent, seed): divergence, final training-range success, the memory's
+    self-weight and per-T success."""
     columns: dict = {
         "agent": [],
         "seed": [],
         "diverged": [],
         "diverged_at": [],
         "train_success": [],
+        "memory_self_weight": [],  # memory cell 0's weight to itself (empty for the LSTM)
     }
     times = list(config.env.test_times)
     for t in times:
@@ -162,6 +164,10 @@ def seeds_csv(config, results) -> str:
         columns["diverged"] += r.diverged.astype(int).tolist()
         columns["diverged_at"] += r.diverged_at.tolist()
         columns["train_success"] += r.history["train_success"][-1].astype(float).tolist()
+        memory = r.history.get("memory_self_weight")  # [E, n, K] for memory agents
+        columns["memory_self_weight"] += (
+            [float("nan")] * n if memory is None else memory[-1][:, 0].astype(float).tolist()
+        )
         for j, t in enumerate(times):
             columns[f"success_t{t}"] += r.history["success"][-1][:, j].astype(float).tolist()
     return csv_text(columns)

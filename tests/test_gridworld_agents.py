@@ -37,6 +37,16 @@ def test_memory_accumulates_through_the_unit():
         np.testing.assert_allclose(np.asarray(carry.h), np.asarray(h), rtol=1e-6)
         total += np.asarray(h[:, 0])
         np.testing.assert_allclose(np.asarray(carry.memory[:, 0]), total, rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(agent.diagnostics()["memory_self_weight"]), [1.0])
+
+
+def test_memory_self_weight_of_nac():
+    """NAC₊: W = tanh(Ŵ)·σ(M̂); Ŵ₀₀ = atanh(0.5), M̂₀₀ = 0 gives 0.5·0.5 = 0.25."""
+    agent = MemoryAgent(21, 5, 4, unit="nac_add", rngs=nnx.Rngs(1))
+    agent.memory.w_hat[...] = agent.memory.w_hat[...].at[0, 0].set(math.atanh(0.5))
+    agent.memory.m_hat[...] = agent.memory.m_hat[...].at[0, 0].set(0.0)
+    np.testing.assert_allclose(np.asarray(agent.diagnostics()["memory_self_weight"]), [0.25])
+    assert make_agent("lstm", 21, 5, 4, rngs=nnx.Rngs(0)).diagnostics() == {}
 
 
 def test_unknown_agent():

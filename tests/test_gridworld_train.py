@@ -53,7 +53,8 @@ def test_end_to_end_resume_and_seed_independence(tmp_path):
     assert agent["agent"] == "memory" and agent["num_seeds"] == 2
     assert [r["t"] for r in agent["per_t"]] == list(range(1, 26))
     rows = _rows(f"{work}/seeds.csv")
-    assert [r["seed"] for r in rows] == ["0", "1"] and len(rows[0]) == 5 + 25
+    assert [r["seed"] for r in rows] == ["0", "1"] and len(rows[0]) == 6 + 25
+    assert all(-1.0 <= float(r["memory_self_weight"]) <= 1.0 for r in rows)  # NAC₊: |W| < 1
     for name in ("summary.md", "summary.json", "metrics.jsonl", "success.png"):
         assert (tmp_path / "run" / name).stat().st_size > 0
     with open(f"{work}/summary.json") as f:

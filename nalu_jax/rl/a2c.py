@@ -192,7 +192,8 @@ def make_a2c(
 
     def evaluate(state: A2CState, hp: A2CHParams, data: dict):
         """Greedy success rate per test T on the fixed episodes → ``{"success": [n_T],
-        "train_success": []}`` (the mean over test T within the training range)."""
+        "train_success": []}`` (the mean over test T within the training range), plus the
+        agent's ``diagnostics()``."""
         model = nnx.merge(graphdef, state.params)
         params = EnvParams(t_min=0, t_max=0, grace=data["grace"])
         ro = rollout(env, model, data["states"], params, None, eval_horizon, True)
@@ -202,6 +203,7 @@ def make_a2c(
         return state, {
             "success": success,
             "train_success": jnp.sum(success * in_range) / jnp.maximum(jnp.sum(in_range), 1.0),
+            **model.diagnostics(),  # e.g. the memory unit's self-weight
         }
 
     return A2CTrainer(init, train, evaluate, hparams, graphdef)

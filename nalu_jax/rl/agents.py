@@ -60,6 +60,10 @@ class LSTMAgent(nnx.Module):
     def project(self) -> None:
         return None
 
+    def diagnostics(self) -> dict:
+        """Per-seed scalars reported with each evaluation (none for the plain LSTM)."""
+        return {}
+
 
 class MemoryAgent(nnx.Module):
     """The LSTM agent with an arithmetic-unit memory of ``memory_size`` cells (module doc)."""
@@ -92,6 +96,16 @@ class MemoryAgent(nnx.Module):
 
     def project(self) -> None:
         self.memory.project()
+
+    def diagnostics(self) -> dict:
+        """``memory_self_weight [K]``: the unit's weight from each memory cell to itself (1 for
+        an exact accumulator; NaN for units without a weight matrix of shape [K + H, K])."""
+        k = self.memory_size
+        weights = self.memory.sparsity_weights()
+        w = weights[0] if weights else None
+        if w is None or w.shape != (k + self.hidden, k):
+            return {"memory_self_weight": jnp.full((k,), jnp.nan, jnp.float32)}
+        return {"memory_self_weight": jnp.diagonal(w[:k, :k])}
 
 
 #: agent kind → constructor ``(obs_size, num_actions, hidden, *, rngs, **options) -> agent``
