@@ -17,7 +17,7 @@ be set on the command line, e.g. ``--config.train.lr=3e-3``.
 
 import ml_collections
 
-from nalu_jax.config_utils import parse_config_arg, run_config
+from nalu_jax.config import parse_config_arg, run_config
 
 AGENT_SETS = {"both": ("lstm", "memory"), "lstm": ("lstm",), "memory": ("memory",)}
 
@@ -51,6 +51,10 @@ def get_config(arg=None):
     c.train.gamma = 0.99
     c.train.gae_lambda = 0.95
     c.train.grad_clip = 1.0  # global norm; 0 or None: off
+
+    # Traced hyperparameters to sweep in one program (a tuple of values each): lr.
+    c.sweep = ml_collections.ConfigDict()
+    c.sweep.lr = ml_collections.FieldReference(None, field_type=tuple)
 
     c.judge = ml_collections.ConfigDict()
     c.judge.master_rate = 0.9  # a seed "masters" T when its success rate at T is at least this

@@ -6,12 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_config
 from flax import nnx
 
-from nalu_jax.config_utils import ConfigError
+from nalu_jax.config import ConfigError
 from nalu_jax.rl.a2c import A2CHParams, Rollout, a2c_loss
 from nalu_jax.rl.agents import MemoryAgent, make_agent
-from tests.conftest import load_config
 
 
 @pytest.mark.parametrize("kind,options", [("lstm", {}), ("memory", {"unit": "nac_add"}),
@@ -106,11 +106,11 @@ def test_a2c_loss_discounting():
     ],
 )
 def test_config_errors(tmp_path, field, value, match):
-    from nalu_jax import gridworld
+    from nalu_jax.experiments import train_and_evaluate
 
     config = load_config("gridworld", "smoke")
     section, name = field.split(".")
     config[section][name] = value
     with pytest.raises(ConfigError, match=match):
-        gridworld.train_and_evaluate(config, str(tmp_path / "w"), progress=False)
+        train_and_evaluate(config, str(tmp_path / "w"), progress=False)
     assert not (tmp_path / "w").exists()  # errors come before the workdir

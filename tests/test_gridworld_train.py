@@ -7,30 +7,24 @@ import json
 import jax
 import numpy as np
 import pytest
+from conftest import load_config
 
-from nalu_jax import gridworld
-from nalu_jax.envs import EnvParams, GridWorld
-from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, make_a2c, random_policy_success
-from nalu_jax.rl.agents import make_agent
+from nalu_jax.envs import GridWorld
+from nalu_jax.experiments import gridworld, train_and_evaluate
+from nalu_jax.rl.a2c import random_policy_success
 from nalu_jax.train import seed_keys
-from tests.conftest import load_config
 
 
 @pytest.mark.slow
 def test_a2c_beats_random_policy_on_training_range():
-    env = GridWorld(5)
-    factory = lambda rngs: make_agent("lstm", env.obs_size, env.num_actions, 32, rngs=rngs)
-    f = np.float32
-    hp = A2CHParams(lr=f(5e-3), entropy_coef=f(0.01), value_coef=f(0.5), gamma=f(0.99),
-                    gae_lambda=f(0.95))  # fmt: skip
-    trainer = make_a2c(
-        env, factory, hp, train_params=EnvParams(5, 12, 0), batch_size=32, horizon=12,
-        eval_horizon=12, eval_every=1500, grad_clip=1.0,
-    )  # fmt: skip
-    data = evaluation_episodes(env, list(range(5, 13)), 25)
-    random = float(np.mean(random_policy_success(env, data, 12, jax.random.key(1))))
+    config = load_config("gridworld", "agent=lstm")  # 32 hidden, lr 5e-3, 32 episodes/update
+    config.num_steps = config.eval_every = 1500
+    config.env.test_times, config.env.eval_episodes = tuple(range(5, 13)), 25
+    trainer = gridworld.make_trainer(config, "lstm")
+    data, hp = trainer.eval_data, trainer.hparams
+    random = float(np.mean(random_policy_success(GridWorld(5), data, 12, jax.random.key(1))))
     state = jax.jit(trainer.init)(seed_keys(0, [0])[0])
-    state, losses = jax.jit(trainer.train)(state, hp)
+    state, losses = jax.jit(trainer.train)(state, hp, trainer.train_data)
     _, metrics = jax.jit(trainer.evaluate)(state, hp, data)
     trained = float(metrics["train_success"])
     assert np.all(np.isfinite(np.asarray(losses))) and not bool(state.diverged)
@@ -48,7 +42,7 @@ def test_end_to_end_resume_and_seed_independence(tmp_path):
     config = load_config("gridworld", "smoke,agent=memory")
     config.num_steps, config.eval_every, config.checkpoint_every = 20, 10, 10
     work = str(tmp_path / "run")
-    summary = gridworld.train_and_evaluate(config, work, progress=False)
+    summary = train_and_evaluate(config, work, progress=False)
     (agent,) = summary["agents"]
     assert agent["agent"] == "memory" and agent["num_seeds"] == 2
     assert [r["t"] for r in agent["per_t"]] == list(range(1, 26))
@@ -59,11 +53,12 @@ def test_end_to_end_resume_and_seed_independence(tmp_path):
         assert (tmp_path / "run" / name).stat().st_size > 0
     with open(f"{work}/summary.json") as f:
         assert json.load(f)["train_range"] == [5, 12]
+    assert (tmp_path / "run" / "checkpoints" / "memory").is_dir()
 
-    again = gridworld.train_and_evaluate(config, work, progress=False)  # resumes at the end
+    again = train_and_evaluate(config, work, progress=False)  # resumes at the end
     assert again["agents"][0]["resumed_from_step"] == 20
     assert _rows(f"{work}/seeds.csv") == rows
 
     config.first_seed, config.num_seeds = 1, 1  # seed 1 alone
-    gridworld.train_and_evaluate(config, str(tmp_path / "alone"), progress=False)
+    train_and_evaluate(config, str(tmp_path / "alone"), progress=False)
     assert _rows(f"{tmp_path}/alone/seeds.csv") == rows[1:]

@@ -1,39 +1,39 @@
 """Grid-world time tracking (Trask et al. 2018, §4.5): many A2C agents at once, judged per T.
 
-``train_and_evaluate(config, workdir)`` trains one population per agent in
+An experiment of the shared run loop (``nalu_jax.run``): one program per agent in
 ``config.model.agents`` ("lstm": the plain LSTM agent; "memory": the LSTM with a
-``config.model.unit`` memory, NAC₊ by default) through the shared population loop
-(``nalu_jax.loop.run_population``: seed blocks, every local device, checkpoints in
-``<workdir>/<agent>/checkpoints``, resume, progress bar). Seed k's key is
-``fold_in(key(config.seed), k)`` for every agent, so seed k of one agent is seed k alone or
-among others.
+``config.model.unit`` memory, NAC₊ by default), each trained by the one training core
+(``nalu_jax.train.make_train``) with an on-policy A2C loss (``nalu_jax.rl.a2c``): every update
+rolls out ``train.batch_size`` fresh episodes inside the loss and takes one Adam step
+(gradients clipped by global norm). Seed blocks, every local device, checkpoints in
+``<workdir>/checkpoints/<agent>``, resume, progress bar, TensorBoard events; ``lr`` is
+sweepable. Seed k's key is ``fold_in(key(config.seed), k)`` for every agent, so seed k of one
+agent is seed k alone or among others.
 
 Judgement: per seed and per test T, the greedy success rate on ``env.eval_episodes`` fixed
 episodes (on the target at exactly T); a diverged seed counts 0. Per agent and T the population
 summary gives the mean success rate with a Wilson interval over all evaluation episodes, and the
 share of seeds that master T (success ≥ ``judge.master_rate``) with a Wilson interval over
 seeds. Writes ``config.json``, ``seeds.csv``, ``metrics.jsonl``, ``summary.json``/``summary.md``
-and ``success.png`` (``nalu_jax.gridworld_report``).
+and ``success.png`` (``nalu_jax.experiments.gridworld_report``).
 """
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from nalu_jax import gridworld_report as report
-from nalu_jax.config_utils import ConfigError, positive_int, validate_common
+from nalu_jax import train
+from nalu_jax.config import ConfigError, positive_int, validate_common
 from nalu_jax.envs.gridworld import EnvParams, GridWorld
-from nalu_jax.loop import PerRun, run_population
-from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, make_a2c, random_policy_success
+from nalu_jax.experiments import gridworld_report as report
+from nalu_jax.rl import a2c
+from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, random_policy_success
 from nalu_jax.rl.agents import AGENTS, make_agent
-from nalu_jax.train import seed_keys
+from nalu_jax.run import Outcome, Population
 from nalu_jax.units import UNITS
-from nalu_jax.workdir import prepare_workdir
 
+SWEEPABLE = ("lr",)
 format_summary = report.format_summary
 RANDOM_POLICY_KEY = 0x5EED_0DD
 
@@ -91,8 +91,26 @@ def agent_label(config, agent: str) -> str:
     return "LSTM" if agent == "lstm" else f"LSTM + {config.model.unit} memory"
 
 
-def make_trainer(config, agent: str):
-    """The per-seed ``A2CTrainer`` of ``agent`` under ``config`` (shapes from the config)."""
+def programs(config) -> list:
+    """One compiled program per agent (the networks differ), run one after another; the
+    label is the agent's name (``checkpoints/<agent>``)."""
+    out = []
+    for agent in config.model.agents:
+        c = config.copy_and_resolve_references()
+        with c.unlocked():
+            c.model.agent = agent
+        out.append((agent, c))
+    return out
+
+
+def eval_data(config, env: GridWorld) -> dict:
+    e = config.env
+    return evaluation_episodes(env, list(e.test_times), int(e.eval_episodes), int(e.grace))
+
+
+def make_trainer(config, agent: str) -> train.Trainer:
+    """The per-seed ``Trainer`` of ``agent`` under ``config`` (shapes from the config): the
+    one core's ``make_train`` with the A2C loss, greedy evaluation and A2C's optimiser."""
     e, m = config.env, config.model
     env = GridWorld(int(e.size))
     options = {}
@@ -103,62 +121,47 @@ def make_trainer(config, agent: str):
         return make_agent(agent, env.obs_size, env.num_actions, int(m.hidden), rngs=rngs, **options)
 
     train_params = EnvParams(t_min=int(e.train_t_min), t_max=int(e.train_t_max), grace=int(e.grace))
+    batch, horizon = int(config.train.batch_size), int(e.train_t_max + e.grace)
+    eval_horizon = int(max(e.test_times) + e.grace)
+    train_range = (int(e.train_t_min), int(e.train_t_max))
+
+    def loss(model, hp, state, key, data):
+        loss, _ = a2c.episodes_loss(env, model, hp, key, train_params, batch, horizon)
+        return loss, loss  # the run's train_loss is the A2C loss
+
+    def evaluate(model, state, hp, data):
+        return state.aux, a2c.greedy_metrics(env, model, data, eval_horizon, train_range)
+
+    recipe = train.Recipe(
+        factory, loss, evaluate, eval_data=eval_data(config, env),
+        optimizer=a2c.optimizer(config.train.grad_clip or None),
+    )  # fmt: skip
     try:
-        return env, make_a2c(
-            env, factory, hparams_from_config(config), train_params=train_params,
-            batch_size=int(config.train.batch_size), horizon=int(e.train_t_max + e.grace),
-            eval_horizon=int(max(e.test_times) + e.grace), eval_every=int(config.eval_every),
-            grad_clip=config.train.grad_clip or None,
-        )  # fmt: skip
+        return train.make_train(recipe, config, hparams_from_config(config))
     except (ValueError, TypeError) as err:
         raise ConfigError(f"model: {err}") from None
 
 
-def run_agent(config, agent: str, workdir: str, progress: bool):
-    """Train ``config.num_seeds`` seeds of ``agent``; the loop's ``PopulationResult``."""
-    env, trainer = make_trainer(config, agent)
-    e = config.env
-    data = evaluation_episodes(env, list(e.test_times), int(e.eval_episodes), int(e.grace))
-    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
-    hp = per_run(trainer.hparams, len(seeds))
-
-    def postfix(history, done):
-        return {"train_success": f"{np.nanmean(history['train_success'][done - 1]):.2f}"}
-
-    return run_population(
-        init=trainer.init,
-        keys=seed_keys(config.seed, seeds),
-        train=trainer.train,
-        evaluate=trainer.evaluate,
-        train_args=(PerRun(hp),),
-        eval_args=(PerRun(hp), data),
-        config=config,
-        checkpoint_dir=os.path.join(os.path.abspath(workdir), agent, "checkpoints"),
-        progress=progress,
-        desc=agent,
-        postfix=postfix,
+def population(config, settings) -> Population:
+    """The program of ``config.model.agent``; per sweep setting its ``A2CHParams``."""
+    trainer = make_trainer(config, config.model.agent)
+    return Population(
+        trainer, [hparams_from_config(s.config) for s in settings], [{} for _ in settings]
     )
 
 
-def per_run(hparams, n: int):
-    """``hparams`` with a leading run axis ``[n]`` (every run the same values)."""
-    return jax.tree.map(lambda v: np.full((n,), v, np.float32), hparams)
-
-
-def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
-    """Train every agent's population, judge per seed and T, write the workdir; the summary."""
-    validate(config)
-    for agent in config.model.agents:  # model errors before the workdir exists
-        make_trainer(config, agent)
-    prepare_workdir(workdir, config, overwrite)
-    results = {a: run_agent(config, a, workdir, progress) for a in config.model.agents}
-    return report.write_all(config, workdir, results, agent_label, random_success(config))
+def write_results(workdir, config, outcome: Outcome) -> dict:
+    """Judge every agent's population per seed and T; write the workdir's files."""
+    results = {agent: outcome.results[agent] for agent in config.model.agents}
+    return report.write_all(
+        config, workdir, results, outcome.run_seed, agent_label, random_success(config)
+    )
 
 
 def random_success(config):
     """``[n_T]`` success rate of the uniform random policy on the evaluation episodes."""
     e = config.env
     env = GridWorld(int(e.size))
-    data = evaluation_episodes(env, list(e.test_times), int(e.eval_episodes), int(e.grace))
     horizon = int(max(e.test_times) + e.grace)
-    return random_policy_success(env, data, horizon, jax.random.key(RANDOM_POLICY_KEY))
+    key = jax.random.key(RANDOM_POLICY_KEY)
+    return random_policy_success(env, eval_data(config, env), horizon, key)

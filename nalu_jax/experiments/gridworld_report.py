@@ -1,4 +1,5 @@
-"""Judgement and workdir outputs of the grid-world experiment (``nalu_jax.gridworld``).
+"""Judgement and workdir outputs of the grid-world experiment
+(``nalu_jax.experiments.gridworld``).
 
 Per agent and test T: the mean greedy success rate over seeds with a Wilson interval over all
 ``seeds × episodes`` evaluation episodes (this treats episodes as independent, so it is
@@ -10,13 +11,12 @@ with a Wilson interval over seeds. Files are written atomically.
 from __future__ import annotations
 
 import io
-import os
 
 import numpy as np
 
 from nalu_jax import metrics as metrics_lib
-from nalu_jax import reporting
-from nalu_jax.sequence_reporting import csv_text, fmt
+from nalu_jax import plots, report
+from nalu_jax.report import csv_text, fmt
 
 
 def judge(success, diverged, episodes: int, master_rate: float) -> list[dict]:
@@ -42,30 +42,35 @@ def judge(success, diverged, episodes: int, master_rate: float) -> list[dict]:
     return out
 
 
-def agent_summary(config, agent, label, result) -> dict:
-    history, times = result.history, list(config.env.test_times)
+def agent_summary(config, agent, label, result: dict) -> dict:
+    """One agent's summary from its merged run results (``nalu_jax.run.Outcome.results``)."""
+    history, times = result["history"], list(config.env.test_times)
+    diverged = np.asarray(result["diverged"], bool)
     final = history["success"][-1]  # [S, n_T]
-    per_t = judge(final, result.diverged, int(config.env.eval_episodes), config.judge.master_rate)
-    trained = len(result.diverged) * result.trained_steps
+    per_t = judge(final, diverged, int(config.env.eval_episodes), config.judge.master_rate)
+    timing = report.timing(result)
     return {
         "agent": agent,
         "label": label,
-        "num_seeds": len(result.diverged),
-        "diverged": int(result.diverged.sum()),
+        "num_seeds": len(diverged),
+        "diverged": int(diverged.sum()),
         "per_t": [{"t": t, **row} for t, row in zip(times, per_t, strict=True)],
         "train_success_by_step": {
             int(s): float(np.nanmean(r))
             for s, r in zip(history["step"], history["train_success"], strict=True)
         },
-        "compile_time_s": result.compile_s,
-        "wall_time_s": result.compile_s + result.loop_s,
-        "seed_updates_per_s": trained / result.loop_s if trained else 0.0,
-        "resumed_from_step": result.resumed_from_step,
+        "compile_time_s": timing["compile_time_s"],
+        "wall_time_s": timing["wall_time_s"],
+        "seed_updates_per_s": timing["seed_steps_per_s"],
+        "resumed_from_step": timing["resumed_from_step"],
     }
 
 
 def format_summary(summary: dict) -> str:
-    """The Markdown table: one row per T, per agent the success rate and seeds mastering."""
+    """The Markdown table: one row per T, per agent the success rate and seeds mastering (a
+    sweep: one section per setting)."""
+    if "settings" in summary:
+        return report.settings_markdown(summary, format_summary)
     agents, lo, hi = summary["agents"], *summary["train_range"]
     head = ["T"] + [f"{a['label']}: success [95% Wilson]" for a in agents]
     head += [f"{a['label']}: seeds ≥ {summary['master_rate']:g}" for a in agents]
@@ -104,11 +109,7 @@ def format_summary(summary: dict) -> str:
 
 def success_png(summary: dict) -> bytes:
     """Success rate against T per agent (Wilson bands), training range shaded; seeds mastering."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plots.pyplot()
     lo, hi = summary["train_range"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
     for ax, key, interval, title in (
@@ -143,7 +144,7 @@ def success_png(summary: dict) -> bytes:
     return buf.getvalue()
 
 
-def seeds_csv(config, results) -> str:
+def seeds_csv(config, results, seeds) -> str:
     """One row per (agent, seed): divergence, final training-range success, the memory's
     self-weight and per-T success."""
     columns: dict = {
@@ -158,18 +159,18 @@ def seeds_csv(config, results) -> str:
     for t in times:
         columns[f"success_t{t}"] = []
     for agent, r in results.items():
-        n = len(r.diverged)
+        h, n = r["history"], len(r["diverged"])
         columns["agent"] += [agent] * n
-        columns["seed"] += list(range(config.first_seed, config.first_seed + n))
-        columns["diverged"] += r.diverged.astype(int).tolist()
-        columns["diverged_at"] += r.diverged_at.tolist()
-        columns["train_success"] += r.history["train_success"][-1].astype(float).tolist()
-        memory = r.history.get("memory_self_weight")  # [E, n, K] for memory agents
+        columns["seed"] += [int(s) for s in seeds]
+        columns["diverged"] += np.asarray(r["diverged"]).astype(int).tolist()
+        columns["diverged_at"] += np.asarray(r["diverged_at"]).astype(int).tolist()
+        columns["train_success"] += h["train_success"][-1].astype(float).tolist()
+        memory = h.get("memory_self_weight")  # [E, n, K] for memory agents
         columns["memory_self_weight"] += (
             [float("nan")] * n if memory is None else memory[-1][:, 0].astype(float).tolist()
         )
         for j, t in enumerate(times):
-            columns[f"success_t{t}"] += r.history["success"][-1][:, j].astype(float).tolist()
+            columns[f"success_t{t}"] += h["success"][-1][:, j].astype(float).tolist()
     return csv_text(columns)
 
 
@@ -177,7 +178,7 @@ def metrics_jsonl(results) -> str:
     """One line per (agent, evaluation): training loss and success quantiles over seeds."""
     lines = []
     for agent, r in results.items():
-        h = r.history
+        h = r["history"]
         for e, step in enumerate(h["step"]):
             loss = h["train_loss"][e]
             row = {
@@ -187,12 +188,15 @@ def metrics_jsonl(results) -> str:
                 "train_success": metrics_lib.quantiles(h["train_success"][e]),
                 "success_mean": np.nanmean(h["success"][e], axis=0).tolist(),
             }
-            lines.append(reporting.dumps(row))
+            lines.append(report.dumps(row))
     return "\n".join(lines) + "\n"
 
 
-def write_all(config, workdir: str, results: dict, label_fn, random_success=None) -> dict:
+def write_all(config, workdir: str, results: dict, seeds, label_fn, random_success=None) -> dict:
     """Judge every agent's population and write the workdir's result files; the summary.
+
+    ``results``: agent → its merged run results (history, diverged, diverged_at, timing);
+    ``seeds``: the seed number of each run.
 
     ``random_success``: ``[n_T]`` success rate of the uniform random policy on the same
     evaluation episodes (a reference line in the table and plot), or None.
@@ -212,12 +216,11 @@ def write_all(config, workdir: str, results: dict, label_fn, random_success=None
         else list(map(float, random_success)),
     }
     files = {
-        "seeds.csv": seeds_csv(config, results),
+        "seeds.csv": seeds_csv(config, results, seeds),
         "metrics.jsonl": metrics_jsonl(results),
-        "summary.json": reporting.dumps(summary) + "\n",
+        "summary.json": report.dumps(summary) + "\n",
         "summary.md": format_summary(summary),
         "success.png": success_png(summary),
     }
-    for name, data in files.items():
-        reporting.atomic_write(os.path.join(workdir, name), data)
+    report.write_files(workdir, files)
     return summary

@@ -12,15 +12,17 @@ Losses: GAE advantages (``rlax.truncated_generalized_advantage_estimation``), th
 gradient and entropy losses of ``rlax`` weighted by the "episode still running" mask, and half
 the squared error of the value against the λ-returns; the policy is a ``distrax.Categorical``.
 
-Interface (like ``nalu_jax.train``'s ``Trainer``)::
+The pieces the grid-world experiment hands to the one training core
+(``nalu_jax.train.make_train``, via ``nalu_jax.experiments.gridworld``)::
 
-    trainer = make_a2c(env, factory, ...)
-    state = trainer.init(seed_key)                                   # A2CState
-    state, losses = trainer.train(state, hparams)                    # losses [eval_every]
-    state, metrics = trainer.evaluate(state, hparams, eval_data)     # {"success": [n_T], ...}
+    loss, mean_return = episodes_loss(env, model, hp, key, train_params, batch_size, horizon)
+    metrics = greedy_metrics(env, model, eval_data, eval_horizon, (lo, hi))
+    tx = optimizer(grad_clip)   # Adam's direction after global-norm clipping
 
-Keys: the seed key is split into an init key and a training key; update t draws its episodes
-and actions from ``fold_in(train_key, t)``. Evaluation is greedy on fixed episodes.
+Keys: the core splits the seed key into an init key and a training key; update t's key
+``fold_in(train_key, t)`` is split here into the episodes' reset key and the actions' key.
+Evaluation is greedy on fixed episodes. This module imports nothing above the environments
+and agents.
 """
 
 from __future__ import annotations
@@ -33,10 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import rlax
-from flax import nnx, struct
+from flax import struct
 
 from nalu_jax.envs.gridworld import EnvParams, GridWorld
-from nalu_jax.train import guarded_update
 
 EVAL_KEY = 0x5EED_0A2C  # fixed: every seed and agent is judged on the same episodes
 
@@ -52,16 +53,6 @@ class A2CHParams:
     gae_lambda: Any
 
 
-@struct.dataclass
-class A2CState:
-    step: jax.Array  # int32 []
-    params: Any  # nnx.State of the agent
-    opt_state: Any
-    key: jax.Array  # uint32 raw key data of the training key
-    diverged: jax.Array  # bool []
-    diverged_at: jax.Array  # int32 [] first update that was non-finite, −1 if none
-
-
 class Rollout(NamedTuple):
     logits: jax.Array  # [L, B, A]
     values: jax.Array  # [L, B]
@@ -69,14 +60,6 @@ class Rollout(NamedTuple):
     rewards: jax.Array  # [L, B] (0 once the episode has ended)
     dones: jax.Array  # [L, B] the episode ended at this step
     valid: jax.Array  # [L, B] the episode was still running before this step
-
-
-class A2CTrainer(NamedTuple):
-    init: Any
-    train: Any
-    evaluate: Any
-    hparams: A2CHParams
-    graphdef: Any
 
 
 def evaluation_episodes(env: GridWorld, test_times, episodes: int, grace: int = 0) -> dict:
@@ -133,80 +116,40 @@ def a2c_loss(ro: Rollout, hp: A2CHParams):
     return loss, jnp.sum(ro.rewards) / ro.rewards.shape[1]
 
 
-def make_a2c(
-    env: GridWorld, factory, hparams: A2CHParams, *, train_params: EnvParams, batch_size: int,
-    horizon: int, eval_horizon: int, eval_every: int, grad_clip: float | None = None,
-    eval_train_range: tuple[int, int] | None = None,
-) -> A2CTrainer:  # fmt: skip
-    """Pure per-seed functions (module doc).
-
-    Args:
-      factory: ``rngs -> agent`` (``nalu_jax.rl.agents``).
-      train_params: the environment of training episodes (T range, grace).
-      batch_size: episodes per update; horizon: steps per training rollout (≥ t_max + grace).
-      eval_horizon: steps per evaluation rollout (≥ the largest test T + grace).
-      eval_train_range: ``(lo, hi)`` T range averaged into the ``train_success`` metric.
-    """
-    graphdef, _ = nnx.split(nnx.eval_shape(lambda: factory(nnx.Rngs(0))))
+def optimizer(grad_clip: float | None = None):
+    """Adam's direction (default moments) after clipping the gradients' global norm at
+    ``grad_clip`` (0 or None: no clipping); the core applies the learning rate."""
     adam = optax.scale_by_adam()
-    tx = optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam
-    lo, hi = eval_train_range or (int(train_params.t_min), int(train_params.t_max))
+    return optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam
 
-    def init(seed_key) -> A2CState:
-        init_key, train_key = jax.random.split(seed_key)
-        params = nnx.state(factory(nnx.Rngs(params=init_key)))
-        return A2CState(
-            step=jnp.zeros((), jnp.int32),
-            params=params,
-            opt_state=tx.init(params),
-            key=jax.random.key_data(train_key),
-            diverged=jnp.zeros((), bool),
-            diverged_at=jnp.full((), -1, jnp.int32),
-        )
 
-    def loss_fn(params, hp, env_states, key):
-        ro = rollout(
-            env, nnx.merge(graphdef, params), env_states, train_params, key, horizon, False
-        )
-        return a2c_loss(ro, hp)
+def episodes_loss(env: GridWorld, model, hp: A2CHParams, key, train_params: EnvParams,
+                  batch_size: int, horizon: int):  # fmt: skip
+    """One on-policy A2C loss: ``batch_size`` fresh episodes (``train_params``) rolled out for
+    ``horizon`` steps by ``model`` from ``key`` → ``(loss, mean return)``. The rollout is
+    differentiated directly; advantages and returns are stop-gradient'ed (``a2c_loss``)."""
+    reset_key, act_key = jax.random.split(key)
+    _, env_states = jax.vmap(env.reset_env, (0, None))(
+        jax.random.split(reset_key, batch_size), train_params
+    )
+    return a2c_loss(rollout(env, model, env_states, train_params, act_key, horizon, False), hp)
 
-    def train_step(state: A2CState, hp: A2CHParams):
-        key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
-        reset_key, act_key = jax.random.split(key)
-        _, env_states = jax.vmap(env.reset_env, (0, None))(
-            jax.random.split(reset_key, batch_size), train_params
-        )
-        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-            state.params, hp, env_states, act_key
-        )
-        direction, opt_state = tx.update(grads, state.opt_state, state.params)
-        params = jax.tree.map(lambda p, d: p - hp.lr * d, state.params, direction)
-        model = nnx.merge(graphdef, params)
-        model.project()
-        new = guarded_update(state, loss, nnx.state(model), opt_state)
-        return new, jnp.where(new.diverged, jnp.nan, loss)
 
-    def train(state: A2CState, hp: A2CHParams):
-        """``eval_every`` updates → ``(state, per-update loss [eval_every])``."""
-        return jax.lax.scan(lambda s, _: train_step(s, hp), state, None, length=eval_every)
-
-    def evaluate(state: A2CState, hp: A2CHParams, data: dict):
-        """Greedy success rate per test T on the fixed episodes → ``{"success": [n_T],
-        "train_success": []}`` (the mean over test T within the training range), plus the
-        agent's ``diagnostics()``."""
-        model = nnx.merge(graphdef, state.params)
-        params = EnvParams(t_min=0, t_max=0, grace=data["grace"])
-        ro = rollout(env, model, data["states"], params, None, eval_horizon, True)
-        times = data["times"]
-        success = jnp.sum(ro.rewards, 0).reshape(times.shape[0], -1).mean(-1)
-        in_range = ((times >= lo) & (times <= hi)).astype(jnp.float32)
-        return state, {
-            "success": success,
-            "train_success": jnp.sum(success * in_range) / jnp.maximum(jnp.sum(in_range), 1.0),
-            **model.diagnostics(),  # e.g. the memory unit's self-weight
-        }
-
-    return A2CTrainer(init, train, evaluate, hparams, graphdef)
+def greedy_metrics(env: GridWorld, model, data: dict, horizon: int, train_range) -> dict:
+    """Greedy success rate per test T on ``data``'s fixed episodes → ``{"success": [n_T],
+    "train_success": []}`` (the mean over test T within ``train_range = (lo, hi)``), plus the
+    agent's ``diagnostics()``."""
+    lo, hi = train_range
+    params = EnvParams(t_min=0, t_max=0, grace=data["grace"])
+    ro = rollout(env, model, data["states"], params, None, horizon, True)
+    times = data["times"]
+    success = jnp.sum(ro.rewards, 0).reshape(times.shape[0], -1).mean(-1)
+    in_range = ((times >= lo) & (times <= hi)).astype(jnp.float32)
+    return {
+        "success": success,
+        "train_success": jnp.sum(success * in_range) / jnp.maximum(jnp.sum(in_range), 1.0),
+        **model.diagnostics(),  # e.g. the memory unit's self-weight
+    }
 
 
 def random_policy_success(env: GridWorld, data: dict, horizon: int, key) -> np.ndarray:
