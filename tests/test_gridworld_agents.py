@@ -114,3 +114,18 @@ def test_config_errors(tmp_path, field, value, match):
     with pytest.raises(ConfigError, match=match):
         train_and_evaluate(config, str(tmp_path / "w"), progress=False)
     assert not (tmp_path / "w").exists()  # errors come before the workdir
+
+
+def test_lr_is_sweepable_one_program_per_agent():
+    from nalu_jax import sweep
+    from nalu_jax.experiments import gridworld
+
+    config = load_config("gridworld", "smoke")
+    config.sweep.lr = (3e-3, 5e-3)
+    settings = sweep.expand(config, gridworld.SWEEPABLE)
+    assert [s.name for s in settings] == ["lr=0.003", "lr=0.005"]
+    assert [label for label, _ in gridworld.programs(config)] == ["lstm", "memory"]
+    label, cfg = gridworld.programs(config)[1]
+    pop = gridworld.population(cfg, settings)
+    assert [float(hp.lr) for hp in pop.hparams] == pytest.approx([3e-3, 5e-3])
+    assert pop.trainer.factory is not None and pop.solved is None
