@@ -74,6 +74,8 @@ class Recipe(NamedTuple):
     init_aux: ``seed_key -> (init_key, train_key, aux)``; default: two keys, no aux.
     after_update: ``(state, params, opt_state, mse) -> (params, opt_state, aux)`` after the
       projection (e.g. iNALU's re-initialisation); default: none.
+    optimizer: an optax transformation giving the update's direction (the step applies the
+      traced ``hp.lr``); default: ``make_optimizer(config.train, needs)``.
     """
 
     factory: Any
@@ -83,6 +85,7 @@ class Recipe(NamedTuple):
     eval_data: Any = None
     init_aux: Any = None
     after_update: Any = None
+    optimizer: Any = None
 
 
 class Trainer(NamedTuple):
@@ -223,7 +226,9 @@ def make_train(
     """The per-seed ``Trainer`` of ``recipe`` (see the module doc); ``config.eval_every``
     updates per ``train`` call, the optimiser from ``config.train`` and ``needs``."""
     graphdef = abstract_graphdef(recipe.factory)
-    tx = make_optimizer(config.train, needs or TrainingNeeds())
+    tx = recipe.optimizer
+    if tx is None:
+        tx = make_optimizer(config.train, needs or TrainingNeeds())
     eval_every = int(config.eval_every)
     split_keys = recipe.init_aux or (lambda k: (*jax.random.split(k), None))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from nalu_jax.config import ConfigError
 from nalu_jax.experiments import (
     arithmetic,
+    gridworld,
     identity,
     number_translation,
     recurrent,
@@ -22,6 +23,7 @@ EXPERIMENTS: dict = {
     "sequential_mnist": sequential_mnist,
     "number_translation": number_translation,
     "identity": identity,  # identity-extrapolation failure of MLPs (tasks.md §6)
+    "gridworld": gridworld,  # time-tracking grid world, A2C agents (NALU §4.5)
 }
 
 __all__ = ["EXPERIMENTS", "train_and_evaluate"]
