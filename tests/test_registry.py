@@ -186,9 +186,9 @@ def test_snmu_matches_nmu_at_evaluation():
 
 
 def test_nmu_normalized_by_hand():
-    # c = std of all four entries {1, 2, 3, 6}: mean 3, variance (4 + 1 + 0 + 9)/4 = 3.5.
+    # c = unbiased std of all four entries {1, 2, 3, 6} (torch.std): mean 3, variance 14/3.
     x = [[1.0, 2.0], [3.0, 6.0]]
-    c = math.sqrt(3.5)
+    c = math.sqrt(14.0 / 3.0)
     unit = _with_w(NMU(2, 1, rngs=nnx.Rngs(0), normalized=True), [[1.0], [0.5]])
     expected = [
         [(1.0 / c) * (0.5 * 2.0 / c + 0.5) * c**1.5],

@@ -20,6 +20,7 @@ from flax import nnx
 from nalu_jax.units._base import (
     ArithmeticUnit,
     check_choice,
+    float_dtype,
     glorot_uniform,
     kaiming_uniform,
     thin_matmul,
@@ -79,7 +80,7 @@ class Linear(ArithmeticUnit):
     def __init__(self, in_features: int, out_features: int, *, rngs: nnx.Rngs):
         super().__init__(in_features, out_features)
         self.w = nnx.Param(glorot_uniform(rngs.params(), (in_features, out_features)))
-        self.b = nnx.Param(jnp.zeros((out_features,), jnp.float32))
+        self.b = nnx.Param(jnp.zeros((out_features,), float_dtype()))
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
@@ -99,9 +100,9 @@ class Activation(ArithmeticUnit):
         self.activation = activation
         shape = (in_features, out_features)
         self.w = nnx.Param(activation_init(rngs.params(), shape, activation))
-        self.b = nnx.Param(jnp.zeros((out_features,), jnp.float32))
+        self.b = nnx.Param(jnp.zeros((out_features,), float_dtype()))
         if activation == "prelu":
-            self.alpha = nnx.Param(jnp.asarray(PRELU_INIT, jnp.float32))
+            self.alpha = nnx.Param(jnp.asarray(PRELU_INIT, float_dtype()))
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
