@@ -226,7 +226,9 @@ def test_nmru_regularizer_projection_init():
     np.testing.assert_allclose(reg["sparse"], (0.25 + 0.5 + 0.5 + 0.1) / 4, rtol=1e-6)
     # x' = [1, 1] → (1 − x̄')² = 0.
     np.testing.assert_allclose(reg["z"], 0.0, atol=1e-12)
-    np.testing.assert_array_equal(unit.sparsity_weights()[0], np.float32([[0.25, 1.5], [-0.5, 0.9]]))
+    np.testing.assert_array_equal(
+        unit.sparsity_weights()[0], np.float32([[0.25, 1.5], [-0.5, 0.9]])
+    )
     unit.project()
     np.testing.assert_array_equal(unit.w[...], np.float32([[0.25, 1.0], [0.0, 0.9]]))
     w = np.asarray(NMRU(200, 300, rngs=nnx.Rngs(4)).w[...])
