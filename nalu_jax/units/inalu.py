@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
-from nalu_jax.units._base import EPS, ArithmeticUnit, float_dtype, sparsity_error, tabs, thin_matmul
+from nalu_jax.units._base import ArithmeticUnit, float_dtype, sparsity_error, tabs, thin_matmul
 
 W_HAT_MEAN, M_HAT_MEAN, INIT_STD = 0.88, 0.5, 0.2
+# ε = 1e-7 rounded to float32 (≈ 1.0000000117e-7), as the reference builds it
+# (``torch.full(..., 1e-7, dtype=torch.float32)``): the same value in float64 runs.
+EPS = float(np.float32(1e-7))
 REG_THRESHOLD = 20.0
 
 

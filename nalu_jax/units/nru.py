@@ -108,13 +108,16 @@ class NMRU(ArithmeticUnit):
         eps = F32_EPS if training else 0.0
         return jnp.concatenate([x, 1.0 / (x + eps)], axis=-1)
 
-    def __call__(self, x, *, training: bool = False, key=None):
-        """``x`` ``[..., in]`` -> ``[..., out]``."""
+    def from_extended(self, xr):
+        """The output for the extended input x' ``[..., 2·in]``."""
         w = self.weight()
-        xr = self._extended(x, training)
         # The magnitude goes through the NMU; the sign comes from the NPU-style cosine.
         k = jnp.where(xr < 0, math.pi, 0.0)
         return nmu_product(tabs(xr), w) * jnp.cos(thin_matmul(k, w))
+
+    def __call__(self, x, *, training: bool = False, key=None):
+        """``x`` ``[..., in]`` -> ``[..., out]``."""
+        return self.from_extended(self._extended(x, training))
 
     def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         w = self.weight()
