@@ -19,7 +19,12 @@ import os
 import numpy as np
 
 from nalu_jax import distributed, reporting, sweep
-from nalu_jax.config_utils import ConfigError, threshold_settings, validate_run
+from nalu_jax.config_utils import (
+    ConfigError,
+    apply_precision,
+    threshold_settings,
+    validate_run,
+)
 from nalu_jax.loop import PerRun, run_population
 from nalu_jax.tasks.thresholds import success_threshold
 from nalu_jax.train import num_evaluations, seed_keys
@@ -71,6 +76,7 @@ def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progres
     ``None`` in a non-zero process of a multi-host run (process 0 writes the results).
     """
     validate_run(config)
+    apply_precision(config)  # before anything is traced
     settings, program, hparams, thresholds = build_population(config)
     proc = distributed.process_info()
     prepare_workdir(workdir, config, overwrite, proc)

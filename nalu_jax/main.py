@@ -19,7 +19,7 @@ from ml_collections import config_flags
 
 from nalu_jax import cli
 from nalu_jax.cli import fail, loaded_config
-from nalu_jax.config_utils import ConfigError
+from nalu_jax.config_utils import ConfigError, apply_precision
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. configs/x.py:args.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints and results.")
@@ -47,6 +47,7 @@ def main(argv) -> None:
     from nalu_jax.experiments import get_experiment
 
     try:
+        apply_precision(config)  # before anything is traced
         distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
         experiment = get_experiment(config.get("experiment", "arithmetic"))
         summary = experiment.train_and_evaluate(

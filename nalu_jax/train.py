@@ -29,6 +29,7 @@ from flax import nnx, struct
 from nalu_jax import tasks as task_lib
 from nalu_jax.config_utils import build_hparams, build_model_factory, build_task
 from nalu_jax.models import init_params, split_model
+from nalu_jax.units._base import float_dtype
 
 INALU_HISTORY = 5000  # iNALU: losses kept for the stall test
 INALU_REG_WEIGHT = 0.05
@@ -65,8 +66,8 @@ class TrainState:
     offset: jax.Array  # int32 [] subset offset of this seed
     diverged: jax.Array  # bool []
     diverged_at: jax.Array  # int32 [] first step whose update was non-finite, −1 if none
-    last_valid_mse: jax.Array  # float32 [] latest interpolation MSE (iNALU regulariser gate)
-    loss_hist: jax.Array  # float32 [H] iNALU stall test ring buffer (H = 1, unused, otherwise)
+    last_valid_mse: jax.Array  # float [] latest interpolation MSE (iNALU regulariser gate)
+    loss_hist: jax.Array  # float [H] iNALU stall test ring buffer (H = 1, unused, otherwise)
     hist_count: jax.Array  # int32 [] losses stored since the last reinitialisation
     reinits: jax.Array  # int32 [] iNALU reinitialisations so far
 
@@ -257,9 +258,9 @@ def make_trainer(config, task, factory, unit_names, *, input_shape, target_fn, e
             offset=task_lib.sample_offset(task, offset_key).astype(jnp.int32),
             diverged=jnp.zeros((), bool),
             diverged_at=jnp.full((), -1, jnp.int32),
-            last_valid_mse=jnp.full((), jnp.inf, jnp.float32),
+            last_valid_mse=jnp.full((), jnp.inf, float_dtype()),
             # unused (length 1) without iNALU: zero-size arrays lose their seed sharding
-            loss_hist=jnp.zeros((max(hist_len, 1),), jnp.float32),
+            loss_hist=jnp.zeros((max(hist_len, 1),), float_dtype()),
             hist_count=jnp.zeros((), jnp.int32),
             reinits=jnp.zeros((), jnp.int32),
         )
