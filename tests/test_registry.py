@@ -212,3 +212,15 @@ def test_nmu_variance_init_moments():
     )
     with pytest.raises(ValueError, match="init"):
         NMU(2, 1, rngs=nnx.Rngs(0), init="normal")
+
+
+def test_snmu_r_z_is_taken_on_the_noised_input():
+    # In training the reference stores x ⊙ n for R_z; the same key draws the same n.
+    snmu = _with_w(SNMU(3, 2, rngs=nnx.Rngs(0)), [[0.2, 1.0], [0.7, 0.0], [0.5, 0.4]])
+    x = jnp.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    key = jax.random.key(3)
+    noised = snmu.regularizers(x, training=True, key=key)
+    n = snmu.noise(x, key)
+    np.testing.assert_allclose(noised["z"], NMU.regularizers(snmu, x * n)["z"], rtol=1e-6)
+    assert not np.allclose(noised["z"], snmu.regularizers(x)["z"])
+    np.testing.assert_allclose(snmu(x, training=True, key=key), snmu.noised(x, n), rtol=1e-6)

@@ -249,3 +249,22 @@ def test_finite_gradients_at_init_on_u12(cls):
     leaves = jax.tree.leaves(grads)
     assert leaves and all(np.isfinite(g).all() for g in leaves)
     assert any(np.abs(g).max() > 0 for g in leaves)
+
+
+def test_nru_keeps_a_tiny_selected_input_in_float32():
+    # p·gate + (1 − gate) with gate = 1: p itself. Left to right, p + 1 − 1 = 0 for p = 3e-8.
+    unit = _set(NRU(1, 1, rngs=nnx.Rngs(0)), w=[[1.0]])
+    for training in (False, True):
+        np.testing.assert_allclose(_apply_both(unit, [[3e-8]], training), [[3e-8]], rtol=1e-6)
+
+
+def test_npu_l1_leaves_w_im_at_zero():
+    # |·| has gradient 0 at 0 (the reference's L1 norm), so the L1 term alone does not move
+    # W_im away from its initial 0; W_re and the gate get sign(θ).
+    unit = NPU(2, 1, rngs=nnx.Rngs(0))
+    graphdef, state = nnx.split(unit)
+    grads = jax.grad(lambda s: nnx.merge(graphdef, s).regularizers(None)["l1"])(state)
+    g = nnx.merge(graphdef, grads)
+    np.testing.assert_array_equal(g.w_im[...], 0.0)
+    np.testing.assert_array_equal(g.w_re[...], np.sign(unit.w_re[...]))
+    np.testing.assert_array_equal(g.g[...], 1.0)
