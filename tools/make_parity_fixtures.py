@@ -302,6 +302,62 @@ CASES = {
     ),
 }
 
+
+class TorchBaseline(torch.nn.Module):
+    """Baselines the stable-nalu ``BasicLayer`` lacks, from ``torch.nn.functional``."""
+
+    def __init__(self, activation):
+        super().__init__()
+        self.W = torch.nn.Parameter(torch.zeros(OUT, IN))
+        self.bias = torch.nn.Parameter(torch.zeros(OUT))
+        self.alpha = torch.nn.Parameter(torch.tensor(0.25)) if activation == "prelu" else None
+        self.activation = activation
+
+    def forward(self, x):
+        z = torch.nn.functional.linear(x, self.W, self.bias)
+        fn = torch.nn.functional
+        if self.activation == "prelu":
+            return fn.prelu(z, self.alpha.reshape(1))
+        return {"leaky_relu": fn.leaky_relu, "swish": fn.silu, "gelu": fn.gelu}[self.activation](z)
+
+    def optimize(self, loss):
+        del loss
+
+
+BASIC = {  # nalu_jax name: stable-nalu BasicLayer activation
+    "linear": "linear",
+    "relu": "ReLU",
+    "relu6": "ReLU6",
+    "tanh": "Tanh",
+    "sigmoid": "Sigmoid",
+    "softsign": "Softsign",
+    "elu": "ELU",
+    "selu": "SELU",
+}
+for _name, _act in BASIC.items():
+    CASES[_name] = dict(
+        repo="sn",
+        build=lambda r, a=_act: r.layer.BasicLayer(IN, OUT, activation=a),
+        params={"w": ("W", T), "b": ("bias", N)},
+        regs={},
+        family="basic",
+        sparsity=None,
+    )
+for _name in ("leaky_relu", "prelu", "swish", "gelu"):
+    CASES[_name] = dict(
+        repo="sn",
+        reference="torch.nn.functional",
+        build=lambda r, a=_name: TorchBaseline(a),
+        params={
+            "w": ("W", T),
+            "b": ("bias", N),
+            **({"alpha": ("alpha", N)} if _name == "prelu" else {}),
+        },
+        regs={},
+        family="basic",
+        sparsity=None,
+    )
+
 # ------------------------------------------------------------------ weights and inputs
 
 
@@ -339,6 +395,12 @@ def weights(family: str, name: str, shape, kind: str, rng):
         if kind == "random" or name in ("w_hat_a", "m_hat_a", "m_hat_m"):
             return rnd(shape)
         return _pick(rng, (0.0,), shape, 0.5, rnd)  # W_m = 0 and ĝ = 0 exactly
+    if family == "basic":
+        if name == "alpha":
+            return np.asarray(rng.uniform(0.05, 0.5))
+        rnd = lambda s: rng.normal(0.0, 0.8, s)  # noqa: E731
+        # b = 0 with a zero input row puts the activation exactly at z = 0.
+        return rnd(shape) if kind == "random" or name == "w" else np.zeros(shape)
     if family == "npu":
         if name == "g":
             rnd = u(0.05, 0.95)
@@ -506,11 +568,20 @@ def main(argv=None) -> None:
             params=list(case["params"]),
             combos=combos,
             lr=LR,
-            reference=REPOS[case["repo"]],
+            reference=case.get("reference", REPOS[case["repo"]]),
             torch=torch.__version__,
         )
-        arrays["meta"] = np.asarray(json.dumps(meta))
-        np.savez_compressed(os.path.join(args.out, f"{name}.npz"), **arrays)
+        # One flat float64 vector per file (small: an npz member costs ~200 bytes of headers);
+        # meta["layout"] maps each "weights/inputs/field" key to its shape and offset.
+        layout, offset = {}, 0
+        for key, v in arrays.items():
+            layout[key] = [list(v.shape), offset]
+            offset += v.size
+        meta["layout"] = layout
+        flat = np.concatenate([v.ravel() for v in arrays.values()])
+        np.savez_compressed(
+            os.path.join(args.out, f"{name}.npz"), data=flat, meta=np.asarray(json.dumps(meta))
+        )
         print(f"{name}: {len(combos)} combinations")
 
 

@@ -54,7 +54,8 @@ _FUNCTIONS = {
     "softsign": jax.nn.soft_sign,
     "elu": jax.nn.elu,
     "selu": jax.nn.selu,
-    "leaky_relu": functools.partial(jax.nn.leaky_relu, negative_slope=LEAKY_SLOPE),
+    # z > 0, not jax.nn.leaky_relu's z >= 0: PyTorch's gradient at z = 0 is the slope.
+    "leaky_relu": lambda z: jnp.where(z > 0, z, LEAKY_SLOPE * z),
     "swish": jax.nn.silu,
     # The exact erf form, as the reference (PyTorch) GELU.
     "gelu": functools.partial(jax.nn.gelu, approximate=False),
@@ -108,5 +109,5 @@ class Activation(ArithmeticUnit):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         z = thin_matmul(x, self.w[...]) + self.b[...]
         if self.activation == "prelu":
-            return jnp.where(z >= 0, z, self.alpha[...] * z)
+            return jnp.where(z > 0, z, self.alpha[...] * z)  # gradient α at 0, as PyTorch
         return _FUNCTIONS[self.activation](z)
