@@ -26,7 +26,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nalu_jax.units import UNITS, make_unit
-from nalu_jax.units._base import EPS, float_dtype, thin_matmul
+from nalu_jax.units._base import float_dtype, thin_matmul
+from nalu_jax.units.nac import log_input
 
 RECURRENT_BASELINES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 #: units whose forward is exp(log(|x| + ε) @ W) and that can therefore run in log space
@@ -95,7 +96,7 @@ class ArithmeticCell(nnx.Module):
     def __call__(self, state, x, *, training: bool = False, key=None):
         """``state [batch, hidden]``, ``x [batch, in]`` → ``(new_state, h_t [batch, hidden])``."""
         if self.log_space:
-            logs = jnp.concatenate([jnp.log(jnp.abs(x) + EPS), state], axis=-1)
+            logs = jnp.concatenate([log_input(x), state], axis=-1)
             new = thin_matmul(logs, self.unit.weight())
             return new, jnp.exp(new)
         h = self.unit(self._inputs(state, x), training=training, key=key)
