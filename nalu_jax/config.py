@@ -46,10 +46,32 @@ def positive_int(name, value, minimum=1):
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}.")
 
 
+def check_precision(config) -> int:
+    """``config.precision`` (32 when absent) if it is 32 or 64, else a ``ConfigError``."""
+    precision = config.get("precision", 32)
+    if isinstance(precision, bool) or precision not in (32, 64):
+        raise ConfigError(f"precision must be 32 or 64, got {precision!r}.")
+    return precision
+
+
+def apply_precision(config) -> None:
+    """Switch ``jax_enable_x64`` to match ``config.precision`` (64: on, 32: off).
+
+    Call it before anything is traced (``nalu_jax.main`` and ``engine.train_and_evaluate`` do).
+    With 64, what is built afterwards is float64: unit parameters, optimiser state, the
+    forward/backward pass, loss and regularisers. Training batches and evaluation sets are
+    still drawn in float32 and promoted, so the data are the same numbers as in a 32-bit run.
+    """
+    import jax
+
+    jax.config.update("jax_enable_x64", check_precision(config) == 64)
+
+
 def validate_common(config, positive=()) -> None:
     """The run fields every experiment shares (seeds, step budget, evaluation interval,
-    block, batch, lr), plus ``positive`` ``(name, value)`` pairs that must be integers >= 1;
-    the first bad one raises a one-sentence ``ConfigError``."""
+    block, batch, lr, precision), plus ``positive`` ``(name, value)`` pairs that must be
+    integers >= 1; the first bad one raises a one-sentence ``ConfigError``."""
+    check_precision(config)
     for name, value in (
         ("num_seeds", config.num_seeds),
         ("eval_every", config.eval_every),
@@ -86,6 +108,7 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.num_seeds = num_seeds
     c.num_steps = num_steps
     c.seed_block = seed_block
+    c.precision = 32  # 32, or 64: jax_enable_x64 (float64 model, loss, optimiser; see README)
     c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.events)
     # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all
     # listed ones). Every name of SWEEPABLE has a slot; each experiment accepts its own subset.

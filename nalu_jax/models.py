@@ -77,7 +77,7 @@ class ArithmeticNetwork(nnx.Module):
             else [None] * len(self.layers)
         )
         for layer, k in zip(self.layers, keys, strict=True):
-            for name, value in layer.regularizers(x).items():
+            for name, value in layer.regularizers(x, training=training, key=k).items():
                 regs[name] = regs[name] + value
             x = layer(x, training=training, key=k)
         return x, regs

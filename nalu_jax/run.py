@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from nalu_jax import distributed, sweep
-from nalu_jax.config import ConfigError
+from nalu_jax.config import ConfigError, apply_precision
 from nalu_jax.population import (  # noqa: F401  (re-exported: the loop's public names)
     Interrupted,
     PerRun,
@@ -135,6 +135,7 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     run (process 0 writes the results).
     """
     experiment.validate(config)
+    apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
     settings = sweep.expand(config, experiment.SWEEPABLE)
     programs = experiment.programs(config) if hasattr(experiment, "programs") else [("", config)]
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}

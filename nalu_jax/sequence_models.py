@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nalu_jax.tasks import digits as digits_lib
+from nalu_jax.units._base import float_dtype
 from nalu_jax.units.recurrent import LOG_SPACE_UNITS, RECURRENT_BASELINES, make_cell, unroll
 
 SOLVED_ACCUMULATOR = "solved_accumulator"
@@ -161,7 +162,7 @@ class NumberTranslationModel(nnx.Module):
             jnp.swapaxes(keep, 0, 1),
             jnp.arange(t, dtype=jnp.uint32),
         )
-        init = (self.cell.initial_state(b), jnp.zeros((b, 1), jnp.float32))
+        init = (self.cell.initial_state(b), jnp.zeros((b, 1), float_dtype()))
         (_, value), regs = jax.lax.scan(step, init, xs)
         return value[:, 0], {k: jnp.mean(v) for k, v in regs.items()}
 

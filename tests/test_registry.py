@@ -186,9 +186,9 @@ def test_snmu_matches_nmu_at_evaluation():
 
 
 def test_nmu_normalized_by_hand():
-    # c = std of all four entries {1, 2, 3, 6}: mean 3, variance (4 + 1 + 0 + 9)/4 = 3.5.
+    # c = unbiased std of all four entries {1, 2, 3, 6} (torch.std): mean 3, variance 14/3.
     x = [[1.0, 2.0], [3.0, 6.0]]
-    c = math.sqrt(3.5)
+    c = math.sqrt(14.0 / 3.0)
     unit = _with_w(NMU(2, 1, rngs=nnx.Rngs(0), normalized=True), [[1.0], [0.5]])
     expected = [
         [(1.0 / c) * (0.5 * 2.0 / c + 0.5) * c**1.5],
@@ -212,3 +212,15 @@ def test_nmu_variance_init_moments():
     )
     with pytest.raises(ValueError, match="init"):
         NMU(2, 1, rngs=nnx.Rngs(0), init="normal")
+
+
+def test_snmu_r_z_is_taken_on_the_noised_input():
+    # In training the reference stores x ⊙ n for R_z; the same key draws the same n.
+    snmu = _with_w(SNMU(3, 2, rngs=nnx.Rngs(0)), [[0.2, 1.0], [0.7, 0.0], [0.5, 0.4]])
+    x = jnp.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    key = jax.random.key(3)
+    noised = snmu.regularizers(x, training=True, key=key)
+    n = snmu.noise(x, key)
+    np.testing.assert_allclose(noised["z"], NMU.regularizers(snmu, x * n)["z"], rtol=1e-6)
+    assert not np.allclose(noised["z"], snmu.regularizers(x)["z"])
+    np.testing.assert_allclose(snmu(x, training=True, key=key), snmu.noised(x, n), rtol=1e-6)

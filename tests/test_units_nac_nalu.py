@@ -237,10 +237,12 @@ def test_inalu_regularizer():
 def test_nac_mul_nmu_regularizers_and_projection():
     unit = NACMulNMU(2, 2, rngs=nnx.Rngs(0))
     set_params(unit, w=[[0.2, 0.9], [0.5, 1.0]])
-    reg = run(unit, "regularizers", jnp.array([[1.0, 3.0], [3.0, 5.0]]))
+    e = np.e
+    reg = run(unit, "regularizers", jnp.array([[1.0, e], [e, e**3]]))
     close(reg["sparse"], (0.2 + 0.1 + 0.5 + 0.0) / 4)
-    # x̄ = [2, 4], so (1 − x̄)² = [1, 9] weights the rows of 1 − W.
-    close(reg["z"], (0.8 * 1 + 0.1 * 1 + 0.5 * 9 + 0.0 * 9) / 4)
+    # R_z is taken on the log-space input, as the reference: x̄ = mean(log|x|) = [½, 2], so
+    # (1 − x̄)² = [¼, 1] weights the rows of 1 − W.
+    close(reg["z"], (0.8 * 0.25 + 0.1 * 0.25 + 0.5 * 1 + 0.0 * 1) / 4, rtol=1e-5, atol=1e-6)
 
     set_params(unit, w=[[-0.5, 0.3], [1.7, 1.0]])
     graphdef, state = nnx.split(unit)
@@ -256,10 +258,16 @@ def test_nac_mul_nmu_regularizers_and_projection():
     close(unit.w[...], [[0.0, 0.3], [1.0, 1.0]])
 
 
-def test_no_regularizers_for_nacs():
+def test_nac_regularizers_are_the_reference_r_z():
+    # NAC₊/NAC• have the reference's NAU-type R_z (of the layer's input: log-space for NAC•);
+    # NAC•,σ has none. x = 1 everywhere: x̄ = 1 for NAC₊, log(1 + ε) ≈ 1e-7 for NAC•.
     x = jnp.ones((3, 2))
-    for cls in (NAC, NACMul, NACMulSigma):
-        assert cls(2, 1, rngs=nnx.Rngs(0)).regularizers(x) == {}
+    nac = NAC(2, 1, rngs=nnx.Rngs(0))
+    set_params(nac, w_hat=[[BIG], [math.atanh(0.5)]], m_hat=BIG)
+    close(run(nac, "regularizers", x)["z"], (0.0 + 0.5) / 2, atol=1e-6)
+    nac_mul = NACMul(2, 1, rngs=nnx.Rngs(0))
+    close(run(nac_mul, "regularizers", x)["z"], 0.0, atol=1e-12)
+    assert NACMulSigma(2, 1, rngs=nnx.Rngs(0)).regularizers(x) == {}
 
 
 # ---------------------------------------------------------------- sparsity error

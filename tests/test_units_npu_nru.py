@@ -158,8 +158,8 @@ def test_nru_fractional_weight_and_tanh_abs():
     # W = ½ on x = 4: eval term = 4^½·½ + ½; with tanh_abs in training |W| → tanh(500)² = 1.
     x = [[4.0, 7.0]]
     w = [[0.5], [0.0]]
-    plain = _set(NRU(2, 1, rngs=nnx.Rngs(0)), w=w)
-    sharp = _set(NRU(2, 1, rngs=nnx.Rngs(0), tanh_abs=True), w=w)
+    plain = _set(NRU(2, 1, rngs=nnx.Rngs(0), tanh_abs=False), w=w)
+    sharp = _set(NRU(2, 1, rngs=nnx.Rngs(0)), w=w)  # tanh_abs is the default, as the reference
     np.testing.assert_allclose(_apply_both(plain, x, True), [[2.0 * 0.5 + 0.5]], rtol=1e-6)
     np.testing.assert_allclose(_apply_both(sharp, x, False), [[2.0 * 0.5 + 0.5]], rtol=1e-6)
     np.testing.assert_allclose(_apply_both(sharp, x, True), [[2.0]], rtol=1e-6)
@@ -180,10 +180,12 @@ def test_nru_zero_input_is_finite():
 def test_nru_regularizer_projection_init():
     unit = _set(NRU(2, 2, rngs=nnx.Rngs(0)), w=[[0.25, -0.75], [1.5, -1.0]])
     reg = unit.regularizers(jnp.ones((3, 2)))
-    assert set(reg) == {"sparse"}
-    # The clamped weight: [[0.25, −0.75], [1, −1]] → min(|W|, 1 − |W|) = [[.25, .25], [0, 0]].
-    np.testing.assert_allclose(reg["sparse"], (0.25 + 0.25 + 0.0 + 0.0) / 4)
-    np.testing.assert_array_equal(unit.sparsity_weights()[0], [[0.25, -0.75], [1.0, -1.0]])
+    assert set(reg) == {"sparse", "z"}
+    # As the reference, on the raw weight: min(|W|, |1 − |W||) = [[.25, .25], [.5, 0]].
+    np.testing.assert_allclose(reg["sparse"], (0.25 + 0.25 + 0.5 + 0.0) / 4)
+    # R_z = mean((1 − |W|)·x̄²), x̄ = 1.
+    np.testing.assert_allclose(reg["z"], (0.75 + 0.25 - 0.5 + 0.0) / 4)
+    np.testing.assert_array_equal(unit.sparsity_weights()[0], [[0.25, -0.75], [1.5, -1.0]])
     unit.project()
     np.testing.assert_array_equal(unit.w[...], [[0.25, -0.75], [1.0, -1.0]])
     w = np.asarray(NRU(200, 300, rngs=nnx.Rngs(3)).w[...])
@@ -219,9 +221,14 @@ def test_nmru_partial_weight():
 def test_nmru_regularizer_projection_init():
     unit = _set(NMRU(1, 2, rngs=nnx.Rngs(0)), w=[[0.25, 1.5], [-0.5, 0.9]])
     reg = unit.regularizers(jnp.ones((3, 1)))
-    assert set(reg) == {"sparse"}
-    np.testing.assert_allclose(reg["sparse"], (0.25 + 0.0 + 0.0 + 0.1) / 4, rtol=1e-6)
-    np.testing.assert_array_equal(unit.sparsity_weights()[0], np.float32([[0.25, 1.0], [0.0, 0.9]]))
+    assert set(reg) == {"sparse", "z"}
+    # As the reference, on the raw weight: min(|W|, |1 − W|) = [[.25, .5], [.5, .1]].
+    np.testing.assert_allclose(reg["sparse"], (0.25 + 0.5 + 0.5 + 0.1) / 4, rtol=1e-6)
+    # x' = [1, 1] → (1 − x̄')² = 0.
+    np.testing.assert_allclose(reg["z"], 0.0, atol=1e-12)
+    np.testing.assert_array_equal(
+        unit.sparsity_weights()[0], np.float32([[0.25, 1.5], [-0.5, 0.9]])
+    )
     unit.project()
     np.testing.assert_array_equal(unit.w[...], np.float32([[0.25, 1.0], [0.0, 0.9]]))
     w = np.asarray(NMRU(200, 300, rngs=nnx.Rngs(4)).w[...])
@@ -242,3 +249,22 @@ def test_finite_gradients_at_init_on_u12(cls):
     leaves = jax.tree.leaves(grads)
     assert leaves and all(np.isfinite(g).all() for g in leaves)
     assert any(np.abs(g).max() > 0 for g in leaves)
+
+
+def test_nru_keeps_a_tiny_selected_input_in_float32():
+    # p·gate + (1 − gate) with gate = 1: p itself. Left to right, p + 1 − 1 = 0 for p = 3e-8.
+    unit = _set(NRU(1, 1, rngs=nnx.Rngs(0)), w=[[1.0]])
+    for training in (False, True):
+        np.testing.assert_allclose(_apply_both(unit, [[3e-8]], training), [[3e-8]], rtol=1e-6)
+
+
+def test_npu_l1_leaves_w_im_at_zero():
+    # |·| has gradient 0 at 0 (the reference's L1 norm), so the L1 term alone does not move
+    # W_im away from its initial 0; W_re and the gate get sign(θ).
+    unit = NPU(2, 1, rngs=nnx.Rngs(0))
+    graphdef, state = nnx.split(unit)
+    grads = jax.grad(lambda s: nnx.merge(graphdef, s).regularizers(None)["l1"])(state)
+    g = nnx.merge(graphdef, grads)
+    np.testing.assert_array_equal(g.w_im[...], 0.0)
+    np.testing.assert_array_equal(g.w_re[...], np.sign(unit.w_re[...]))
+    np.testing.assert_array_equal(g.g[...], 1.0)

@@ -42,8 +42,8 @@ class SeedExtras:
     """The arithmetic task's per-seed state beside the core's (``TrainState.aux``)."""
 
     offset: jax.Array  # int32 [] subset offset of this seed
-    last_valid_mse: jax.Array  # float32 [] latest interpolation MSE (iNALU regulariser gate)
-    loss_hist: jax.Array  # float32 [H] iNALU stall test ring buffer (H = 1, unused, otherwise)
+    last_valid_mse: jax.Array  # float [] latest interpolation MSE (iNALU regulariser gate)
+    loss_hist: jax.Array  # float [H] iNALU stall test ring buffer (H = 1, unused, otherwise)
     hist_count: jax.Array  # int32 [] losses stored since the last reinitialisation
     reinits: jax.Array  # int32 [] iNALU reinitialisations so far
 

@@ -5,9 +5,10 @@ Weights are stored ``[in, out]`` and applied as ``x @ W`` (see ``shared/spec/uni
 Besides ``__call__`` each unit offers, as methods that only read its parameters (so that the
 training core can call them on ``nnx.merge(graphdef, params)`` inside ``jit``/``vmap``):
 
-* ``regularizers(x)`` -> ``dict[str, scalar]`` keyed by the names the loss knows:
-  ``"sparse"`` (scaled by λ̂·s(t)), ``"z"`` (λ_z), ``"gate"`` (weight 1), ``"l1"`` (β(t)),
-  ``"inalu"`` (0.05 once iNALU's condition holds). ``x`` is the unit's input batch.
+* ``regularizers(x, *, training=False, key=None)`` -> ``dict[str, scalar]`` keyed by the
+  names the loss knows: ``"sparse"`` (scaled by λ̂·s(t)), ``"z"`` (λ_z), ``"gate"`` (weight 1),
+  ``"l1"`` (β(t)), ``"inalu"`` (0.05 once iNALU's condition holds). ``x`` is the unit's input
+  batch; ``training``/``key`` are those of ``__call__`` (sNMU's R_z sees its noised input).
 * ``project()`` clamps parameters in place (applied after every optimiser update).
 * ``sparsity_weights()`` -> the effective weight matrices whose sparsity error is judged;
   empty for units that are not arithmetic (baselines).
@@ -28,6 +29,30 @@ from flax import nnx
 
 EPS = 1e-7
 F32_EPS = float(jnp.finfo(jnp.float32).eps)  # ≈ 1.19e-7, the NPU/NMRU ε
+
+
+def float_dtype():
+    """float64 when ``jax_enable_x64`` is on (``config.precision = 64``), float32 otherwise."""
+    return jax.dtypes.canonicalize_dtype(jnp.float64)
+
+
+def tabs(x):
+    """|x| with the reference's (PyTorch's) gradient sign(x): 0 at x = 0, not JAX's +1.
+
+    The log-space units take log(|x| + ε) and the regularisers min(|W|, 1 − |W|); with JAX's
+    convention an input of exactly 0 gets an input gradient of ~1/ε and a weight sitting on
+    0 is pushed outward. The references (PyTorch) give 0 in both cases.
+    """
+    return x * jax.lax.stop_gradient(jnp.sign(x))
+
+
+def clamp(x, lo: float, hi: float):
+    """``torch.clamp``: the value of ``jnp.clip`` with gradient 1 on [lo, hi] *inclusive*.
+
+    ``jnp.clip`` (a max/min pair) passes half the gradient when ``x`` sits exactly on a bound,
+    which is where the projection leaves every weight it catches; the references pass it all.
+    """
+    return jnp.where((x >= lo) & (x <= hi), x, jnp.clip(x, lo, hi))
 
 
 def check_features(in_features, out_features) -> None:
@@ -89,8 +114,8 @@ class ArithmeticUnit(nnx.Module):
     def __call__(self, x, *, training: bool = False, key=None):  # pragma: no cover
         raise NotImplementedError
 
-    def regularizers(self, x) -> dict:
-        del x
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
+        del x, training, key
         return {}
 
     def project(self) -> None:
@@ -103,7 +128,7 @@ class ArithmeticUnit(nnx.Module):
         """max_ij min(|W_ij|, |1 - |W_ij||) over ``sparsity_weights()``; NaN if there are none."""
         ws = self.sparsity_weights()
         if not ws:
-            return jnp.array(jnp.nan, jnp.float32)
+            return jnp.array(jnp.nan, float_dtype())
         return jnp.max(jnp.stack([sparsity_error(w) for w in ws]))
 
 
@@ -157,24 +182,24 @@ def clamp_param(p: nnx.Param, lo: float, hi: float) -> None:
 # ---------------------------------------------------------------- initialisers
 
 
-def glorot_uniform(key, shape, gain: float = 1.0, dtype=jnp.float32):
+def glorot_uniform(key, shape, gain: float = 1.0, dtype=None):
     fan_in, fan_out = shape[0], shape[-1]
     r = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return jax.random.uniform(key, shape, dtype, -r, r)
+    return jax.random.uniform(key, shape, dtype or float_dtype(), -r, r)
 
 
-def glorot_normal(key, shape, dtype=jnp.float32):
+def glorot_normal(key, shape, dtype=None):
     std = math.sqrt(2.0 / (shape[0] + shape[-1]))
-    return std * jax.random.normal(key, shape, dtype)
+    return std * jax.random.normal(key, shape, dtype or float_dtype())
 
 
-def kaiming_uniform(key, shape, gain: float = math.sqrt(2.0), dtype=jnp.float32):
+def kaiming_uniform(key, shape, gain: float = math.sqrt(2.0), dtype=None):
     r = gain * math.sqrt(3.0 / shape[0])
-    return jax.random.uniform(key, shape, dtype, -r, r)
+    return jax.random.uniform(key, shape, dtype or float_dtype(), -r, r)
 
 
-def uniform(key, shape, lo: float, hi: float, dtype=jnp.float32):
-    return jax.random.uniform(key, shape, dtype, lo, hi)
+def uniform(key, shape, lo: float, hi: float, dtype=None):
+    return jax.random.uniform(key, shape, dtype or float_dtype(), lo, hi)
 
 
 def nau_radius(in_features: int, out_features: int) -> float:

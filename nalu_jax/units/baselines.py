@@ -20,6 +20,7 @@ from flax import nnx
 from nalu_jax.units._base import (
     ArithmeticUnit,
     check_choice,
+    float_dtype,
     glorot_uniform,
     kaiming_uniform,
     thin_matmul,
@@ -53,7 +54,8 @@ _FUNCTIONS = {
     "softsign": jax.nn.soft_sign,
     "elu": jax.nn.elu,
     "selu": jax.nn.selu,
-    "leaky_relu": functools.partial(jax.nn.leaky_relu, negative_slope=LEAKY_SLOPE),
+    # z > 0, not jax.nn.leaky_relu's z >= 0: PyTorch's gradient at z = 0 is the slope.
+    "leaky_relu": lambda z: jnp.where(z > 0, z, LEAKY_SLOPE * z),
     "swish": jax.nn.silu,
     # The exact erf form, as the reference (PyTorch) GELU.
     "gelu": functools.partial(jax.nn.gelu, approximate=False),
@@ -79,7 +81,7 @@ class Linear(ArithmeticUnit):
     def __init__(self, in_features: int, out_features: int, *, rngs: nnx.Rngs):
         super().__init__(in_features, out_features)
         self.w = nnx.Param(glorot_uniform(rngs.params(), (in_features, out_features)))
-        self.b = nnx.Param(jnp.zeros((out_features,), jnp.float32))
+        self.b = nnx.Param(jnp.zeros((out_features,), float_dtype()))
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
@@ -99,13 +101,13 @@ class Activation(ArithmeticUnit):
         self.activation = activation
         shape = (in_features, out_features)
         self.w = nnx.Param(activation_init(rngs.params(), shape, activation))
-        self.b = nnx.Param(jnp.zeros((out_features,), jnp.float32))
+        self.b = nnx.Param(jnp.zeros((out_features,), float_dtype()))
         if activation == "prelu":
-            self.alpha = nnx.Param(jnp.asarray(PRELU_INIT, jnp.float32))
+            self.alpha = nnx.Param(jnp.asarray(PRELU_INIT, float_dtype()))
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         z = thin_matmul(x, self.w[...]) + self.b[...]
         if self.activation == "prelu":
-            return jnp.where(z >= 0, z, self.alpha[...] * z)
+            return jnp.where(z > 0, z, self.alpha[...] * z)  # gradient α at 0, as PyTorch
         return _FUNCTIONS[self.activation](z)

@@ -9,22 +9,37 @@ y = g ⊙ a + (1 − g) ⊙ m ⊙ s,  ε = 1e-7, ω = 20.
 Init: Ŵ ~ N(0.88, 0.2²), M̂ ~ N(0.5, 0.2²), ĝ ~ N(0, 0.2²).
 Regulariser ``inalu``: Σ_{P ∈ {Ŵ_a, M̂_a, Ŵ_m, M̂_m, ĝ}} mean(max(20 − |P|, 0)); its weight
 (0.05), its start condition, gradient clipping and reinitialisation belong to training.
+
+Parity with ``INALULayer`` of ``bmistry4/nalm-benchmark``: |x|, |W_m| and |P| have gradient 0
+at 0 (``_base.tabs``, PyTorch's convention), and the sparsity error is the *mean* of W_a's and
+W_m's errors, as the reference reports it.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
-from nalu_jax.units._base import EPS, ArithmeticUnit, TrainingNeeds, thin_matmul
+from nalu_jax.units._base import (
+    ArithmeticUnit,
+    TrainingNeeds,
+    float_dtype,
+    sparsity_error,
+    tabs,
+    thin_matmul,
+)
 
 W_HAT_MEAN, M_HAT_MEAN, INIT_STD = 0.88, 0.5, 0.2
+# ε = 1e-7 rounded to float32 (≈ 1.0000000117e-7), as the reference builds it
+# (``torch.full(..., 1e-7, dtype=torch.float32)``): the same value in float64 runs.
+EPS = float(np.float32(1e-7))
 REG_THRESHOLD = 20.0
 
 
 def _normal(key, shape, mean: float):
-    return mean + INIT_STD * jax.random.normal(key, shape, jnp.float32)
+    return mean + INIT_STD * jax.random.normal(key, shape, float_dtype())
 
 
 class INALU(ArithmeticUnit):
@@ -59,18 +74,22 @@ class INALU(ArithmeticUnit):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         w_a, w_m = self.add_weight(), self.mul_weight()
         a = thin_matmul(x, w_a)
-        log_m = thin_matmul(jnp.log(jnp.maximum(jnp.abs(x), EPS)), w_m)
+        log_m = thin_matmul(jnp.log(jnp.maximum(tabs(x), EPS)), w_m)
         m = jnp.exp(jnp.minimum(log_m, self.omega))
-        w_abs = jnp.abs(w_m)
+        w_abs = tabs(w_m)
         s = jnp.prod(w_abs * jnp.sign(x)[..., :, None] + 1.0 - w_abs, axis=-2)
         g = jax.nn.sigmoid(self.g[...])
         return g * a + (1.0 - g) * m * s
 
-    def regularizers(self, x) -> dict:
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         del x
         params = (self.w_hat_a, self.m_hat_a, self.w_hat_m, self.m_hat_m, self.g)
-        reg = sum(jnp.mean(jnp.maximum(REG_THRESHOLD - jnp.abs(p[...]), 0.0)) for p in params)
+        reg = sum(jnp.mean(jnp.maximum(REG_THRESHOLD - tabs(p[...]), 0.0)) for p in params)
         return {"inalu": reg}
 
     def sparsity_weights(self) -> tuple:
         return (self.add_weight(), self.mul_weight())
+
+    def sparsity_error(self):
+        """(error(W_a) + error(W_m)) / 2, the reference's reported value (not the max)."""
+        return 0.5 * (sparsity_error(self.add_weight()) + sparsity_error(self.mul_weight()))

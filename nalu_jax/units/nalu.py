@@ -9,6 +9,10 @@ G-NALU: tanh(v) → tanh(v·ln φ) and σ(v) → σ(v·ln φ) in the NAC weight 
         φ = (1 + √5)/2.
 
 Init: Ŵ, M̂ ~ U[−r, r], r = ``nac_radius(in, out)``; G ~ Glorot-uniform; biases 0; ε = 1e-7.
+
+Parity: ``NALULayer`` of ``AndreasMadsen/stable-nalu`` and, for the G-NALU, the golden-ratio
+``nac_weight``/gate/mul modes of ``bmistry4/nalm-benchmark``. log(|x| + ε) has input gradient
+0 at x = 0, as there. No R_z (the reference NALU would sum it over both NAC calls).
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax.units._base import ArithmeticUnit, glorot_uniform, nac_radius, thin_matmul, uniform
+from nalu_jax.units._base import (
+    ArithmeticUnit,
+    float_dtype,
+    glorot_uniform,
+    nac_radius,
+    thin_matmul,
+    uniform,
+)
 from nalu_jax.units.nac import log_space_matmul
 
 LN_PHI = math.log((1.0 + math.sqrt(5.0)) / 2.0)  # ≈ 0.4812
@@ -62,9 +73,9 @@ class NALU(ArithmeticUnit):
         if two_gates:
             self.g_mul = nnx.Param(glorot_uniform(rngs.params(), shape))
         if gate_bias:
-            self.g_bias = nnx.Param(jnp.zeros((out_features,), jnp.float32))
+            self.g_bias = nnx.Param(jnp.zeros((out_features,), float_dtype()))
             if two_gates:
-                self.g_mul_bias = nnx.Param(jnp.zeros((out_features,), jnp.float32))
+                self.g_mul_bias = nnx.Param(jnp.zeros((out_features,), float_dtype()))
 
     def scale(self, v):
         """The pre-activation scaling hook: identity here, v·ln φ in the G-NALU."""
@@ -106,7 +117,7 @@ class NALU(ArithmeticUnit):
         g_add, g_mul = self.gates(x)
         return g_add * a + g_mul * m
 
-    def regularizers(self, x) -> dict:
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         if not self.gate_regularizer:
             return {}
         g_add, g_mul = self.gates(x)

@@ -4,6 +4,12 @@ NAU/NMU mixture, and the stochastic NMU (sNMU, Mistry et al. 2021).
 NAU:  y = x · clamp(W, −1, 1),                 W ∈ [−1, 1] by projection.
 NMU:  y_j = ∏_i (W_ij x_i + 1 − W_ij),         W ∈ [0, 1] by projection.
 sNMU: y = NMU(x ⊙ n) / NMU(n), n ~ U[1, 5] in training; plain NMU at evaluation.
+
+Parity with the reference (``AndreasMadsen/stable-nalu``, ``--oob-mode clip``; sNMU from
+``bmistry4/nalm-division``), checked by ``tests/test_units_parity.py``: the NAU clamps with
+``torch.clamp``'s gradient (1 on the bound, see ``_base.clamp``); the NMU forward uses W
+unclamped, as the reference does in clip mode (the projection keeps W in [0, 1]); R_sparse is
+taken on the raw W with |·|'s gradient 0 at 0, so a weight on 0 or ±1 is not pushed by it.
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ from nalu_jax.units._base import (
     ArithmeticUnit,
     TrainingNeeds,
     check_choice,
+    clamp,
     clamp_param,
+    float_dtype,
     glorot_uniform,
     nau_radius,
+    tabs,
     thin_matmul,
     uniform,
 )
@@ -29,10 +38,31 @@ def _x_mean(x):
     return jnp.mean(x.reshape(-1, x.shape[-1]), axis=0)
 
 
+def nau_sparse(w):
+    """NAU-type R_sparse, mean(min(|W|, |1 − |W||)), with gradient 0 at W ∈ {0, ±1}."""
+    a = tabs(w)
+    return jnp.mean(jnp.minimum(a, tabs(1.0 - a)))
+
+
+def nau_z(w, x):
+    """NAU-type R_z, mean_ij((1 − |W_ij|)·(0 − x̄_i)²)."""
+    return jnp.mean((1.0 - tabs(w)) * (0.0 - _x_mean(x))[:, None] ** 2)
+
+
+def nmu_sparse(w):
+    """NMU-type R_sparse, mean(min(|W|, |1 − W|)), with gradient 0 at W ∈ {0, 1}."""
+    return jnp.mean(jnp.minimum(tabs(w), tabs(1.0 - w)))
+
+
+def nmu_z(w, x):
+    """NMU-type R_z, mean_ij((1 − W_ij)·(1 − x̄_i)²)."""
+    return jnp.mean((1.0 - w) * (1.0 - _x_mean(x))[:, None] ** 2)
+
+
 class NAU(ArithmeticUnit):
     """Neural addition unit, param ``w`` ``[in, out]``.
 
-    Options: none. Regularisers: ``sparse`` = mean(min(|W|, 1 − |W|)),
+    Options: none. Regularisers (on the raw W): ``sparse`` = mean(min(|W|, |1 − |W||)),
     ``z`` = mean_ij((1 − |W_ij|)·x̄_i²).
     """
 
@@ -42,18 +72,14 @@ class NAU(ArithmeticUnit):
         self.w = nnx.Param(uniform(rngs.params(), (in_features, out_features), -r, r))
 
     def weight(self):
-        return jnp.clip(self.w[...], -1.0, 1.0)
+        return clamp(self.w[...], -1.0, 1.0)
 
     def __call__(self, x, *, training: bool = False, key=None):
         return thin_matmul(x, self.weight())
 
-    def regularizers(self, x) -> dict:
-        a = jnp.abs(self.weight())
-        xm = _x_mean(x)
-        return {
-            "sparse": jnp.mean(jnp.minimum(a, 1.0 - a)),
-            "z": jnp.mean((1.0 - a) * (0.0 - xm)[:, None] ** 2),
-        }
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
+        w = self.w[...]
+        return {"sparse": nau_sparse(w), "z": nau_z(w, x)}
 
     def project(self) -> None:
         clamp_param(self.w, -1.0, 1.0)
@@ -72,8 +98,11 @@ class NMU(ArithmeticUnit):
 
     Options: ``init`` ``"uniform"`` (U[0.25, 0.75], the reference code) or ``"variance"``
     (mean ½, variance ¼ — a N(½, ¼) draw clipped to [0, 1], as the NMU paper recommends);
-    ``normalized``: c = std(x), one scalar over every entry of the batch,
-    y = NMU(x / c)·c^{Σ_i W_ij}.
+    ``normalized``: c = std(x) (unbiased, as ``torch.std``), one scalar over every entry of
+    the batch, y = NMU(x / c)·c^{Σ_i W_ij}.
+
+    The forward uses W as stored (the reference's clip mode: only the projection bounds it).
+    Regularisers: ``sparse`` = mean(min(|W|, |1 − W|)), ``z`` = mean_ij((1 − W_ij)·(1 − x̄_i)²).
     """
 
     multiplicative = True
@@ -93,29 +122,26 @@ class NMU(ArithmeticUnit):
         if init == "uniform":
             w = uniform(rngs.params(), shape, 0.25, 0.75)
         else:
-            w = jnp.clip(0.5 + 0.5 * jax.random.normal(rngs.params(), shape), 0.0, 1.0)
+            w = jax.random.normal(rngs.params(), shape, float_dtype())
+            w = jnp.clip(0.5 + 0.5 * w, 0.0, 1.0)
         self.w = nnx.Param(w)
         self.normalized = normalized
 
     def weight(self):
-        return jnp.clip(self.w[...], 0.0, 1.0)
+        return self.w[...]
 
     def __call__(self, x, *, training: bool = False, key=None):
         w = self.weight()
         if not self.normalized:
             return nmu_product(x, w)
-        # One scalar c over the whole batch (as the reference, torch.std(x)); the guard keeps a
-        # constant batch finite.
-        c = jnp.std(x) + 1e-7
+        # One scalar c over the whole batch, as the reference's torch.std(x) (unbiased, no ε:
+        # a constant batch gives NaN there and here).
+        c = jnp.std(x, ddof=1)
         return nmu_product(x / c, w) * c ** jnp.sum(w, axis=0)
 
-    def regularizers(self, x) -> dict:
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         w = self.weight()
-        xm = _x_mean(x)
-        return {
-            "sparse": jnp.mean(jnp.minimum(w, 1.0 - w)),
-            "z": jnp.mean((1.0 - w) * (1.0 - xm)[:, None] ** 2),
-        }
+        return {"sparse": nmu_sparse(w), "z": nmu_z(w, x)}
 
     def project(self) -> None:
         clamp_param(self.w, 0.0, 1.0)
@@ -127,18 +153,32 @@ class NMU(ArithmeticUnit):
 class SNMU(NMU):
     """Stochastic NMU: in training y = NMU(x ⊙ n)/NMU(n), n ~ U[1, 5] with x's shape.
 
-    Training needs ``key``; evaluation (``training=False``) is the plain NMU.
+    Training needs ``key``; evaluation (``training=False``) is the plain NMU. In training R_z
+    is taken on the noised input x ⊙ n (the same n, drawn from the same ``key``), as the
+    reference does.
     """
 
     training = TrainingNeeds(noise=True)  # a key per training step for its noise
 
+    def noise(self, x, key):
+        """n ~ U[1, 5], ``x``'s shape and dtype."""
+        if key is None:
+            raise ValueError("key must be given to SNMU when training=True (it draws noise).")
+        return jax.random.uniform(key, x.shape, x.dtype, 1.0, 5.0)
+
+    def noised(self, x, n):
+        """NMU(x ⊙ n) / NMU(n) for a given noise ``n`` (``x``'s shape)."""
+        return super().__call__(x * n) / super().__call__(n)
+
     def __call__(self, x, *, training: bool = False, key=None):
         if not training:
             return super().__call__(x)
-        if key is None:
-            raise ValueError("key must be given to SNMU when training=True (it draws noise).")
-        n = jax.random.uniform(key, x.shape, x.dtype, 1.0, 5.0)
-        return super().__call__(x * n) / super().__call__(n)
+        return self.noised(x, self.noise(x, key))
+
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
+        if training and key is not None:
+            x = x * self.noise(x, key)
+        return super().regularizers(x)
 
 
 class GatedNAUNMU(ArithmeticUnit):
@@ -161,7 +201,7 @@ class GatedNAUNMU(ArithmeticUnit):
         g = self.gate(x)
         return g * self.nau(x) + (1.0 - g) * self.nmu(x)
 
-    def regularizers(self, x) -> dict:
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         ra, rm = self.nau.regularizers(x), self.nmu.regularizers(x)
         return {k: ra[k] + rm[k] for k in ra}
 

@@ -10,6 +10,12 @@ number x = r·e^{ik} to the complex weight W_re + i·W_im and keeps the real par
 
 The cosine supplies the sign: a negative input with weight 1 contributes cos(π) = −1.
 Regulariser: ``l1`` = Σ|θ| over all parameters (the loss scales it by β(t)).
+
+Parity with ``NPULayer``/``RealNPULayer`` of ``bmistry4/nalm-benchmark``: the gate clamp has
+``torch.clamp``'s gradient (1 on the bound), and |·| has gradient 0 at 0 in the input
+magnitude and in the L1 norm, so W_im, which starts at 0, stays there while nothing else moves
+it. Deliberate difference: the reference reports no sparsity error for the NPU; here it is
+W_re's (W_im and the gate are not judged), so the NPU has a value in the tables.
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ from nalu_jax.units._base import (
     ArithmeticUnit,
     TrainingNeeds,
     check_choice,
+    clamp,
     clamp_param,
+    float_dtype,
     glorot_uniform,
     nau_radius,
+    tabs,
     thin_matmul,
     uniform,
 )
@@ -34,9 +43,9 @@ from nalu_jax.units._base import (
 
 def _npu_polar(x, g):
     """log r and k, both ``[..., in]``, for ``x`` ``[..., in]`` and the raw gate ``g`` ``[in]``."""
-    gate = jnp.clip(g, 0.0, 1.0)
+    gate = clamp(g, 0.0, 1.0)
     # r ≥ min(ε, 1) > 0 for every x, so the log (and its gradient) is always finite.
-    r = gate * (jnp.abs(x) + F32_EPS) + (1.0 - gate)
+    r = gate * (tabs(x) + F32_EPS) + (1.0 - gate)
     k = gate * jnp.where(x < 0, math.pi, 0.0)
     return jnp.log(r), k
 
@@ -73,7 +82,7 @@ class RealNPU(ArithmeticUnit):
     ):
         super().__init__(in_features, out_features)
         self.w_re = nnx.Param(_init_w_re(rngs.params(), in_features, out_features, init))
-        self.g = nnx.Param(jnp.full((in_features,), 0.5, jnp.float32))
+        self.g = nnx.Param(jnp.full((in_features,), 0.5, float_dtype()))
         self.use_projection = project
 
     def __call__(self, x, *, training: bool = False, key=None):
@@ -85,9 +94,9 @@ class RealNPU(ArithmeticUnit):
     def _params(self) -> tuple:
         return (self.w_re[...], self.g[...])
 
-    def regularizers(self, x) -> dict:
+    def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         del x
-        return {"l1": sum(jnp.sum(jnp.abs(p)) for p in self._params())}
+        return {"l1": sum(jnp.sum(tabs(p)) for p in self._params())}
 
     def project(self) -> None:
         if self.use_projection:
@@ -115,7 +124,7 @@ class NPU(RealNPU):
         project: bool = False,
     ):
         super().__init__(in_features, out_features, rngs=rngs, init=init, project=project)
-        self.w_im = nnx.Param(jnp.zeros((in_features, out_features), jnp.float32))
+        self.w_im = nnx.Param(jnp.zeros((in_features, out_features), float_dtype()))
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""

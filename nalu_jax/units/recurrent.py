@@ -26,7 +26,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nalu_jax.units import UNITS, make_unit
-from nalu_jax.units._base import EPS, thin_matmul
+from nalu_jax.units._base import float_dtype, thin_matmul
+from nalu_jax.units.nac import log_input
 
 RECURRENT_BASELINES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 #: units whose forward is exp(log(|x| + ε) @ W) and that can therefore run in log space
@@ -35,7 +36,7 @@ LOG_SPACE_UNITS = ("nac_mul", "nac_mul_sigma", "nac_mul_nmu")
 
 def _offset(cell, name: str, hidden_size: int) -> None:
     """A learnable ``[hidden]`` initial-state offset (init 0) stored as ``cell.<name>``."""
-    setattr(cell, name, nnx.Param(jnp.zeros((hidden_size,), jnp.float32)))
+    setattr(cell, name, nnx.Param(jnp.zeros((hidden_size,), float_dtype())))
 
 
 class ArithmeticCell(nnx.Module):
@@ -82,7 +83,7 @@ class ArithmeticCell(nnx.Module):
     def initial_state(self, batch_size: int):
         """``[batch, hidden]``: 0 (additive, or log space), 1 (multiplicative), plus ``h0``."""
         base = 1.0 if self.multiplicative and not self.log_space else 0.0
-        state = jnp.full((batch_size, self.hidden_size), base, jnp.float32)
+        state = jnp.full((batch_size, self.hidden_size), base, float_dtype())
         return state + self.h0[...] if self.learn_initial_state else state
 
     def hidden(self, state):
@@ -95,7 +96,7 @@ class ArithmeticCell(nnx.Module):
     def __call__(self, state, x, *, training: bool = False, key=None):
         """``state [batch, hidden]``, ``x [batch, in]`` → ``(new_state, h_t [batch, hidden])``."""
         if self.log_space:
-            logs = jnp.concatenate([jnp.log(jnp.abs(x) + EPS), state], axis=-1)
+            logs = jnp.concatenate([log_input(x), state], axis=-1)
             new = thin_matmul(logs, self.unit.weight())
             return new, jnp.exp(new)
         h = self.unit(self._inputs(state, x), training=training, key=key)
@@ -152,7 +153,7 @@ class BaselineCell(nnx.Module):
 
     def initial_state(self, batch_size: int):
         """Zeros ``[batch, hidden]`` (plus ``h0``); the LSTM's is the pair ``(c, h)``."""
-        zeros = jnp.zeros((batch_size, self.hidden_size), jnp.float32)
+        zeros = jnp.zeros((batch_size, self.hidden_size), float_dtype())
         h = zeros + self.h0[...] if self.learn_initial_state else zeros
         if self.kind != "lstm":
             return h
@@ -169,7 +170,7 @@ class BaselineCell(nnx.Module):
         return None
 
     def sparsity_error(self):
-        return jnp.array(jnp.nan, jnp.float32)
+        return jnp.array(jnp.nan, float_dtype())
 
 
 def make_cell(name: str, in_features: int, hidden_size: int, *, rngs: nnx.Rngs, **options):
