@@ -250,7 +250,10 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
             return jnp.mean((model(x)[:, 0] - t) ** 2)
 
         metrics = EvalMetrics(mse("valid"), mse("test"), model.sparsity_error())
-        return state.aux.replace(last_valid_mse=metrics.valid_mse), metrics
+        valid = metrics.valid_mse.astype(
+            state.aux.last_valid_mse.dtype
+        )  # the state keeps its dtype
+        return state.aux.replace(last_valid_mse=valid), metrics
 
     return train.Recipe(
         factory=factory,
