@@ -9,7 +9,10 @@ Variants (comma-separated in the config string):
   model=NAME   the cell's unit (nau, nmu, nac_add, nac_mul, nalu, …), a recurrent baseline
                (lstm, gru, rnn_tanh, rnn_relu) or solved_accumulator (the reference model)
   seeds=N      number of seeds (a vmap axis)
-  steps=N      iteration budget
+  protocol=P   hour (the default: a reproduction, reference population included, takes about
+               an hour on a 2-core CPU; steps per task in ``HOUR_STEPS``) or paper (tasks.md's
+               length: 100,000 steps); either way the λ ramp runs from 10% to 100% of the steps
+  steps=N      iteration budget (0: the protocol's)
   data=SRC     sklearn_digits (8×8, ships with scikit-learn, offline; the default) or mnist_idx
                (the four standard IDX files, optionally .gz, in ``--config.data.directory``)
   smoke        a short run (about a minute on 2 CPU cores): 2 seeds, 100 steps of batch 8,
@@ -23,7 +26,7 @@ on the command line, e.g. ``--config.task.test_lengths='(1,10,100)'``.
 
 import ml_collections
 
-from nalu_jax.config import parse_config_arg, run_config, sequence_train_config
+from nalu_jax.config import ConfigError, parse_config_arg, run_config, sequence_train_config
 
 _TASKS = {
     # task: (train length, test lengths)
@@ -32,16 +35,40 @@ _TASKS = {
     "count": (10, (1, 10, *range(100, 1001, 100))),
 }
 _SMOKE_LENGTHS = {"sum": (1, 10, 30), "product": (1, 2, 4), "count": (1, 10, 30)}
+PAPER_STEPS = 100_000
+# About an hour each on the shared 2-core CPU (8×8 digits, 10 seeds + 10 reference seeds, 11
+# evaluations each, compile included), from rates measured at load average ~10 (sum: ~22
+# seed-steps/s training, ~1.2 s per seed-evaluation; product ~100 seed-steps/s): WORKSPACE
+# "Profile: sequence step". 28×28 MNIST (data=mnist_idx) trains ~15× slower per step: ÷ 15.
+HOUR_STEPS = {"sum": 4_000, "product": 16_000, "count": 4_000}
+HOUR_MNIST_IDX_DIVISOR = 15
 
 
 def get_config(arg=None):
     v = parse_config_arg(
         arg,
-        {"task": "sum", "model": "nau", "seeds": 10, "steps": 100_000, "data": "sklearn_digits"},
+        {
+            "task": "sum",
+            "model": "nau",
+            "seeds": 10,
+            "protocol": "hour",
+            "steps": 0,
+            "data": "sklearn_digits",
+        },
     )
-    c = run_config("sequential_mnist", num_seeds=v["seeds"], num_steps=v["steps"], seed_block=8)
-    c.eval_every = 1_000
-    c.checkpoint_every = 10_000
+    if v["protocol"] not in ("hour", "paper"):
+        raise ConfigError(f"config variant protocol must be hour or paper, got {v['protocol']!r}.")
+    steps = PAPER_STEPS
+    if v["protocol"] == "hour":
+        steps = HOUR_STEPS.get(v["task"], PAPER_STEPS)
+        steps //= HOUR_MNIST_IDX_DIVISOR if v["data"] == "mnist_idx" else 1
+    steps = v["steps"] or steps
+    # seed_block 1: the CNN step is memory-bound, and one seed at a time keeps its working set in
+    # cache (10 seeds: 1.7–2× the rate of a vmap over 10; benchmarks/sequence_throughput.py).
+    c = run_config("sequential_mnist", num_seeds=v["seeds"], num_steps=steps, seed_block=1)
+    paper = v["protocol"] == "paper"
+    c.eval_every = 1_000 if paper else max(1, steps // 10)
+    c.checkpoint_every = 10_000 if paper else max(1, steps // 4)
 
     c.data = ml_collections.ConfigDict()
     c.data.source = v["data"]  # sklearn_digits | mnist_idx | synthetic (tests only)
@@ -80,4 +107,6 @@ def get_config(arg=None):
         c.task.eval_sequences = 32
         c.train.batch_size = 8
         c.reference.num_seeds = 2
+    # tasks.md's λ ramp, 1e4 → 1e5 of 1e5 steps, as fractions of the budget
+    c.train.reg_start, c.train.reg_end = 0.1 * c.num_steps, float(c.num_steps)
     return c

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from nalu_jax import conv
 from nalu_jax.tasks import digits as digits_lib
 from nalu_jax.units._base import float_dtype
 from nalu_jax.units.recurrent import LOG_SPACE_UNITS, RECURRENT_BASELINES, make_cell, unroll
@@ -48,9 +49,12 @@ class DigitCNN(nnx.Module):
         self.dense2 = nnx.Linear(500, outputs, rngs=rngs)
 
     def __call__(self, images):
-        pool = lambda x: nnx.max_pool(x, (2, 2), strides=(2, 2))
-        x = pool(jax.nn.relu(self.conv1(images[..., None])))
-        x = pool(jax.nn.relu(self.conv2(x)))
+        # nnx.Conv holds the parameters (names, shapes, init); the convolution and pooling run
+        # as matmuls (nalu_jax.conv), ~4× faster on XLA:CPU, most of all under a seed vmap.
+        x = images[..., None]
+        for layer in (self.conv1, self.conv2):
+            y = conv.conv2d(x, layer.kernel[...], layer.bias[...], self.padding)
+            x = conv.max_pool(jax.nn.relu(y))
         x = jax.nn.relu(self.dense1(x.reshape(x.shape[0], -1)))
         return self.dense2(x)
 

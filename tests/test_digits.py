@@ -168,3 +168,19 @@ def test_smoke_run_writes_parsable_outputs(tmp_path):
     assert json.load(open(tmp_path / "summary.json"))["task"] == "sum"
     assert "| length |" in open(tmp_path / "summary.md").read()
     assert open(tmp_path / "curves.png", "rb").read(4) == b"\x89PNG"
+
+
+def test_protocol_variants_size_the_run():
+    hour, paper = (
+        load_config("sequential_mnist", "task=sum"),
+        load_config("sequential_mnist", "task=sum,protocol=paper"),
+    )
+    assert paper.num_steps == 100_000 and paper.eval_every == 1_000
+    assert (paper.train.reg_start, paper.train.reg_end) == (1e4, 1e5)  # tasks.md's ramp
+    assert hour.num_steps < paper.num_steps
+    assert hour.train.reg_end == hour.num_steps and hour.train.reg_start == 0.1 * hour.num_steps
+    idx = load_config("sequential_mnist", "task=sum,data=mnist_idx")
+    assert idx.num_steps < hour.num_steps
+    assert load_config("sequential_mnist", "task=sum,steps=123").num_steps == 123
+    with pytest.raises(ConfigError, match="protocol must be hour or paper"):
+        load_config("sequential_mnist", "protocol=week")

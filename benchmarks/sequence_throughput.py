@@ -1,0 +1,275 @@
+"""Training-step throughput of the sequence experiments against the machine's matmul rate (a
+benchmark, not a test; issue 14 "Speed first").
+
+    python benchmarks/sequence_throughput.py                    # every case, 10 seeds × B vs 1 × 10B
+    python benchmarks/sequence_throughput.py --cases mnist8_product --cnn both --rounds 5
+
+For each case it times the experiment's own jitted training period (``make_trainer(config).train``:
+``--steps`` updates in a ``lax.scan``, Adam included, evaluation excluded) in one process on one
+JAX device (XLA's intra-op threads use every core), for ``--seeds`` seeds of batch B run as
+``population.blocked`` seed blocks (``--blocks``, default: the config's ``seed_block``; padded
+to whole blocks as the population loop pads, the padding not counted), and for
+one seed of batch ``seeds·B``. Rounds interleave the two (and a float32 1024³ matmul) so that
+load from other processes hits them alike; each figure is the best round.
+
+FLOPs are counted analytically per seed-step (forward + backward: every layer's weight gradient,
+every input gradient but the first convolution's); the cell, loss and Adam are left out (< 1%).
+``%mm`` = FLOPs × seed-steps/s ÷ the matmul rate. ``--cnn lax`` times the former CNN
+formulation (``lax.conv`` + ``nnx.max_pool``) for before/after figures.
+
+Prints a table and one JSON line per case and mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from flax import nnx  # noqa: E402
+
+from nalu_jax import conv, population  # noqa: E402
+from nalu_jax import sequence_models as sm  # noqa: E402
+
+# case: (experiment, config arg, image side or None)
+CASES = {
+    "mnist8_sum": ("sequential_mnist", "task=sum", 8),
+    "mnist8_product": ("sequential_mnist", "task=product", 8),
+    "mnist8_count": ("sequential_mnist", "task=count", 8),
+    "mnist28_sum": ("sequential_mnist", "task=sum", 28),
+    "mnist28_product": ("sequential_mnist", "task=product", 28),
+    "mnist28_count": ("sequential_mnist", "task=count", 28),
+    "translation": ("number_translation", "model=nau", None),
+}
+
+
+def load_config(name: str, arg: str):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "configs", name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_config(arg)
+
+
+def lax_cnn_call(self, images):
+    """The former DigitCNN forward (``lax.conv`` + ``nnx.max_pool``), for before/after runs."""
+    pool = lambda x: nnx.max_pool(x, (2, 2), strides=(2, 2))
+    x = pool(jax.nn.relu(self.conv1(images[..., None])))
+    x = pool(jax.nn.relu(self.conv2(x)))
+    return self.dense2(jax.nn.relu(self.dense1(x.reshape(x.shape[0], -1))))
+
+
+def cnn_macs(side: int, outputs: int, padding: str) -> tuple[int, int]:
+    """Multiply-adds of one image through DigitCNN: (all layers, first convolution)."""
+    h1 = conv.output_side(side, 5, padding)
+    h2 = conv.output_side(h1 // 2, 5, padding)
+    h3 = h2 // 2
+    first = h1 * h1 * 25 * 1 * 20
+    return first + h2 * h2 * 25 * 20 * 50 + h3 * h3 * 50 * 500 + 500 * outputs, first
+
+
+def step_flops(experiment: str, config, side) -> float:
+    """Analytic FLOPs of one seed's training step (forward + backward)."""
+    batch = int(config.train.batch_size)
+    if experiment == "sequential_mnist":
+        out = 10 if config.task.name == "count" else 1
+        total, first = cnn_macs(side, out, sm.cnn_padding((side, side)))
+        return 2.0 * (3 * total - first) * batch * int(config.task.train_length)
+    # translation: embedding lookup, LSTM (4 gates of E+H → H), cell (H+1 → 1), per token
+    from nalu_jax.tasks import translation as tr_lib
+
+    tokens = tr_lib.dataset(tr_lib.split(0)["train"])[0].shape[1]
+    e, h = int(config.model.embedding_size), int(config.model.hidden_size)
+    macs = 4 * (e + h) * h + (h + 1)
+    return 2.0 * 3 * macs * tokens * batch
+
+
+def make_run(experiment: str, config, seeds: int, block: int):
+    """A jitted ``state → state`` over ``seeds`` seeds (one training period) and its state."""
+    module = importlib.import_module(f"nalu_jax.experiments.{experiment}")
+    trainer = module.make_trainer(config)
+    # padded to whole blocks like the population loop (the padding is computed, not counted)
+    keys = jax.random.split(jax.random.key(0), population.padded_size(seeds, block))
+    states = jax.jit(jax.vmap(trainer.init))(keys)
+    train = jax.jit(population.blocked(trainer.train, block, (0, None, None)))
+    return lambda s: train(s, trainer.hparams, trainer.train_data)[0], states
+
+
+def timed(run, state):
+    t = time.perf_counter()
+    state = jax.block_until_ready(run(state))
+    return time.perf_counter() - t, state
+
+
+def matmul_seconds(a, mm) -> float:
+    return min(timed(lambda x: mm(a), None)[0] for _ in range(5))
+
+
+def profile(name: str, seeds: int, kinds, rounds: int) -> None:
+    """Milliseconds per training step of one sequential-MNIST case, in parts: the image gather,
+    the CNN forward, CNN forward + backward, and the whole step (loss, cell, Adam, projection),
+    for ``seeds`` vmapped seeds × B and for 1 seed × seeds·B, per CNN formulation."""
+    experiment, arg, side = CASES[name]
+    config = load_config(experiment, arg)
+    b, t = int(config.train.batch_size), int(config.task.train_length)
+    out = 10 if config.task.name == "count" else 1
+    pool = jax.random.uniform(jax.random.key(0), (1500, side, side))
+    fast_call, timers = sm.DigitCNN.__call__, {}
+    for kind in kinds:
+        graphdef = nnx.split(
+            nnx.eval_shape(lambda: sm.DigitCNN((side, side), out, rngs=nnx.Rngs(0)))
+        )[0]
+        init = lambda k: nnx.split(sm.DigitCNN((side, side), out, rngs=nnx.Rngs(params=k)))[1]
+        call = fast_call if kind == "matmul" else lax_cnn_call
+        forward = lambda p, x, call=call: call(nnx.merge(graphdef, p), x)
+        loss = lambda p, x, forward=forward: jnp.mean(forward(p, x) ** 2)
+        grad = jax.value_and_grad(loss)
+        gather = lambda key: pool[jax.random.randint(key, (b * t,), 0, 1500)]
+        for mode, s_, scale in (("seeds", seeds, 1), ("batch", 1, seeds)):
+            params = jax.vmap(init)(jax.random.split(jax.random.key(1), s_))
+            keys = jax.random.split(jax.random.key(2), s_)
+            images = jax.vmap(lambda k: pool[jax.random.randint(k, (b * t * scale,), 0, 1500)])(
+                keys
+            )
+            step_config = load_config(experiment, arg)
+            step_config.data.source, step_config.data.synthetic_side = "synthetic", side
+            step_config.train.batch_size, step_config.eval_every = b * scale, 1
+            sm.DigitCNN.__call__ = call
+            run, state = make_run(experiment, step_config, s_, s_)
+            sm.DigitCNN.__call__ = fast_call
+            timers[(kind, mode)] = {
+                "gather": (jax.jit(jax.vmap(gather)), (keys,)),
+                "cnn forward": (jax.jit(jax.vmap(forward)), (params, images)),
+                "cnn forward+backward": (jax.jit(jax.vmap(grad)), (params, images)),
+                "whole step": (lambda st, run=run: run(st), (state,)),
+            }
+    best = {}
+    for _ in range(rounds):
+        for key, parts in timers.items():
+            for part, (f, a) in parts.items():
+                seconds = min(timed(lambda _: f(*a), None)[0] for _ in range(2))
+                best[key + (part,)] = min(best.get(key + (part,), float("inf")), seconds)
+    print(f"profile {name}: ms per step ({seeds} seeds × {b}·{t} images, or 1 × {seeds * b}·{t})")
+    for key in timers:
+        cells = "  ".join(f"{part} {1e3 * best[key + (part,)]:8.1f}" for part in timers[key])
+        print(f"  {key[0]:6s} {key[1]:5s}  {cells}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES)
+    )
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--blocks", help="seed blocks to compare, e.g. 1,5,10 (default: config's)")
+    parser.add_argument("--steps", type=int, default=10, help="updates per timed call")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--modes", default="seeds,batch", help="seeds (S × B), batch (1 × S·B)")
+    parser.add_argument("--cnn", choices=("matmul", "lax", "both"), default="matmul")
+    parser.add_argument("--profile", action="store_true", help="time the parts of each case")
+    args = parser.parse_args()
+    if args.profile:
+        kinds = ("matmul", "lax") if args.cnn == "both" else (args.cnn,)
+        for name in args.cases.split(","):
+            profile(name, args.seeds, kinds, args.rounds)
+        return
+
+    a = jnp.ones((1024, 1024), jnp.float32)
+    mm = jax.jit(lambda x: x @ x)
+    jax.block_until_ready(mm(a))
+    matmul_rates, rows = [], []
+    kinds = ("matmul", "lax") if args.cnn == "both" else (args.cnn,)
+    fast_call = sm.DigitCNN.__call__
+    for name in args.cases.split(","):
+        experiment, arg, side = CASES[name]
+        runs = {}
+        for kind in kinds if side else ("matmul",):
+            sm.DigitCNN.__call__ = fast_call if kind == "matmul" else lax_cnn_call
+            for mode, seeds, scale in (("seeds", args.seeds, 1), ("batch", 1, args.seeds)):
+                if mode not in args.modes.split(","):
+                    continue
+                config = load_config(experiment, arg)
+                if side:
+                    config.data.source = "synthetic"  # shapes only: 8×8 or 28×28, 1,500 images
+                    config.data.synthetic_side = side
+                    config.data.synthetic_size = 1500
+                config.eval_every = args.steps
+                base_batch = int(config.train.batch_size)
+                config.train.batch_size = base_batch * scale
+                blocks = args.blocks.split(",") if args.blocks else [config.seed_block]
+                for block in dict.fromkeys(min(int(b), seeds) for b in blocks):
+                    t0 = time.perf_counter()
+                    run, state = make_run(experiment, config, seeds, block)
+                    _, state = timed(run, state)  # compile + first period
+                    runs[(kind, mode, block)] = dict(
+                        run=run,
+                        state=state,
+                        seeds=seeds,
+                        batch=base_batch * scale,
+                        block=block,
+                        flops=step_flops(experiment, config, side),
+                        compile_s=time.perf_counter() - t0,
+                        best=float("inf"),
+                    )
+        for _ in range(args.rounds):
+            matmul_rates.append(2 * 1024**3 / matmul_seconds(a, mm) / 1e9)
+            for r in runs.values():
+                seconds, r["state"] = timed(r["run"], r["state"])
+                r["best"] = min(r["best"], seconds)
+        for (kind, mode, _), r in runs.items():
+            rate = r["seeds"] * args.steps / r["best"]
+            rows.append(
+                dict(
+                    case=name,
+                    cnn=kind if side else "-",
+                    mode=mode,
+                    seeds=r["seeds"],
+                    batch=r["batch"],
+                    block=r["block"],
+                    flops_per_seed_step=r["flops"],
+                    seed_steps_per_s=rate,
+                    gflops=rate * r["flops"] / 1e9,
+                    compile_s=r["compile_s"],
+                )
+            )
+        del runs
+    peak = max(matmul_rates)
+    load = os.getloadavg()
+    print(
+        f"float32 1024³ matmul: {peak:.1f} GFLOP/s (best of {len(matmul_rates)} rounds); "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"device {jax.devices()[0].platform} ×{jax.device_count()}"
+    )
+    head = f"{'case':16s} {'cnn':6s} {'mode':6s} {'S×B':>9s} {'block':>5s} {'MFLOP/ss':>9s} {'ss/s':>8s} {'GFLOP/s':>8s} {'%mm':>5s}"
+    print(head)
+    for r in rows:
+        r["pct_of_matmul"] = 100 * r["gflops"] / peak
+        print(
+            f"{r['case']:16s} {r['cnn']:6s} {r['mode']:6s} {r['seeds']:>3d}×{r['batch']:<5d} "
+            f"{r['block']:5d} {r['flops_per_seed_step'] / 1e6:9.2f} {r['seed_steps_per_s']:8.1f} "
+            f"{r['gflops']:8.2f} {r['pct_of_matmul']:5.1f}"
+        )
+    for case in dict.fromkeys(r["case"] for r in rows):
+        for kind in dict.fromkeys(r["cnn"] for r in rows if r["case"] == case):
+            pair = {r["mode"]: r for r in rows if r["case"] == case and r["cnn"] == kind}
+            if len(pair) == 2:  # (the last block listed, when several)
+                # the same images per step: compare work rates (population steps/s)
+                ratio = pair["seeds"]["gflops"] / pair["batch"]["gflops"]
+                print(
+                    f"{case} ({kind}): {args.seeds} seeds × B run at {100 * ratio:.0f}% of the "
+                    f"work rate of 1 seed × {args.seeds}B"
+                )
+    for r in rows:
+        r.update(matmul_gflops=peak, load=load[0])
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
+
+
+if __name__ == "__main__":
+    main()

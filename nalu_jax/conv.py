@@ -1,0 +1,129 @@
+"""2-D convolution and 2×2 max-pooling written as matmuls and elementwise ops, for XLA:CPU.
+
+``lax.conv`` is slow on XLA:CPU at the digit CNN's sizes (small images, 1–20 channels), and
+under ``jax.vmap`` over per-seed kernels it becomes a feature-grouped convolution, slower still;
+``max_pool``'s gradient is a select-and-scatter. Here a convolution is one matmul against either
+
+* a dense "Toeplitz" matrix ``T[(p, c), (q, o)] = K[tap(p, q), c, o]`` built from the kernel
+  with a constant one-hot tap table (small images: no patch copies, and fewer multiplies than
+  im2col when most taps fall in the SAME padding), or
+* im2col patches (static slices concatenated along the channel axis),
+
+so that a vmapped convolution is a batched matmul. Both compute the same function as
+``lax.conv_general_dilated(x, K, (1, 1), padding, ("NHWC", "HWIO", "NHWC"))`` up to float
+rounding (``tests/test_conv.py``). Layout NHWC, kernels HWIO (``nnx.Conv``'s).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: Toeplitz when its multiply count is at most this many times im2col's (it moves far less memory)
+TOEPLITZ_MAX_RATIO = 4.0
+
+
+def _pads(size: int, padding: str) -> tuple[int, int]:
+    if padding == "VALID":
+        return 0, 0
+    return (size - 1) // 2, size - 1 - (size - 1) // 2  # lax's SAME for stride 1
+
+
+def output_side(side: int, size: int, padding: str) -> int:
+    return side if padding == "SAME" else side - size + 1
+
+
+def use_toeplitz(in_shape, kernel_shape, padding: str) -> bool:
+    """Whether the dense matrix costs at most ``TOEPLITZ_MAX_RATIO`` × im2col's multiplies."""
+    (h, w), (kh, kw) = in_shape, kernel_shape[:2]
+    out = output_side(h, kh, padding) * output_side(w, kw, padding)
+    return h * w * out <= TOEPLITZ_MAX_RATIO * out * kh * kw
+
+
+@functools.lru_cache(maxsize=32)
+def tap_table(in_shape, kernel_hw, padding: str) -> np.ndarray:
+    """One-hot ``[H·W, h·w, kh·kw]`` float32: input pixel p feeds output pixel q through tap t."""
+    (h, w), (kh, kw) = in_shape, kernel_hw
+    (top, _), (left, _) = _pads(kh, padding), _pads(kw, padding)
+    oh, ow = output_side(h, kh, padding), output_side(w, kw, padding)
+    table = np.zeros((h, w, oh, ow, kh, kw), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            for a in range(oh):
+                for b in range(ow):
+                    y, x = a + i - top, b + j - left
+                    if 0 <= y < h and 0 <= x < w:
+                        table[y, x, a, b, i, j] = 1.0
+    return table.reshape(h * w, oh * ow, kh * kw)
+
+
+def toeplitz(kernel, in_shape, padding: str):
+    """Kernel ``[kh, kw, C, O]`` → the dense matrix ``[H·W·C, h·w·O]`` of the convolution."""
+    kh, kw, c, o = kernel.shape
+    table = jnp.asarray(tap_table(tuple(in_shape), (kh, kw), padding))
+    t = jnp.einsum("pqt,tco->pcqo", table, kernel.reshape(kh * kw, c, o))
+    return t.reshape(table.shape[0] * c, table.shape[1] * o)
+
+
+def patches(x, kernel_hw, padding: str):
+    """``[N, H, W, C]`` → im2col patches ``[N, h, w, kh·kw·C]`` in (i, j, c) order."""
+    (kh, kw) = kernel_hw
+    x = jnp.pad(x, ((0, 0), _pads(kh, padding), _pads(kw, padding), (0, 0)))
+    h, w = x.shape[1] - kh + 1, x.shape[2] - kw + 1
+    cols = [x[:, i : i + h, j : j + w] for i in range(kh) for j in range(kw)]
+    return jnp.concatenate(cols, axis=-1)
+
+
+def conv2d(x, kernel, bias, padding: str):
+    """Stride-1 convolution: x ``[N, H, W, C]``, kernel ``[kh, kw, C, O]``, bias ``[O]`` →
+    ``[N, h, w, O]`` (h = H for SAME, H − kh + 1 for VALID)."""
+    n, hi, wi, c = x.shape
+    kh, kw, _, o = kernel.shape
+    h, w = output_side(hi, kh, padding), output_side(wi, kw, padding)
+    if use_toeplitz((hi, wi), kernel.shape, padding):
+        y = x.reshape(n, hi * wi * c) @ toeplitz(kernel, (hi, wi), padding)
+    else:
+        y = patches(x, (kh, kw), padding) @ kernel.reshape(kh * kw * c, o)
+    return y.reshape(n, h, w, o) + bias
+
+
+def _windows(x):
+    """``[N, H, W, C]`` (H, W cropped to even) → ``[N, H/2, W/2, C, 4]``, window in row-major."""
+    n, h, w, c = x.shape
+    x = x[:, : h // 2 * 2, : w // 2 * 2].reshape(n, h // 2, 2, w // 2, 2, c)
+    return x.transpose(0, 1, 3, 5, 2, 4).reshape(n, h // 2, w // 2, c, 4)
+
+
+@jax.custom_vjp
+def max_pool(x):
+    """2×2 max-pooling with stride 2 (VALID: an odd last row/column is dropped), ``[N, H, W, C]``
+    → ``[N, H//2, W//2, C]``; the gradient goes to the first maximum of each window in row-major
+    order, as ``lax``'s select-and-scatter gives it."""
+    n, h, w, c = x.shape
+    return x[:, : h // 2 * 2, : w // 2 * 2].reshape(n, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
+
+
+def _max_pool_fwd(x):
+    y = max_pool(x)
+    return y, (x, y)
+
+
+def _max_pool_bwd(res, g):
+    x, y = res
+    n, h, w, c = x.shape
+    hit = _windows(x) == y[..., None]
+    taken = jnp.zeros_like(hit[..., 0])
+    first = []
+    for k in range(4):  # four compares instead of a cumulative sum (a slow reduce-window on CPU)
+        first.append(hit[..., k] & ~taken)
+        taken = taken | hit[..., k]
+    mask = jnp.stack(first, axis=-1).reshape(n, h // 2, w // 2, c, 2, 2)
+    dx = jnp.where(mask, g[..., None, None], 0.0).transpose(0, 1, 4, 2, 5, 3)
+    dx = dx.reshape(n, h // 2 * 2, w // 2 * 2, c)
+    return (jnp.pad(dx, ((0, 0), (0, h - dx.shape[1]), (0, w - dx.shape[2]), (0, 0))),)
+
+
+max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
