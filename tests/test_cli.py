@@ -100,6 +100,6 @@ def test_unwritable_workdir(tmp_path):
 def test_workdir_with_other_config(tmp_path):
     assert run_cli(SMOKE, *SMALL, workdir=tmp_path).returncode == 0
     out = run_cli(SMOKE, *SMALL, "--config.task.op=add", workdir=tmp_path)
-    assert out.returncode == 2 and "different config" in out.stderr
+    assert out.returncode == 2 and "config differs in task.op" in out.stderr
     out = run_cli(SMOKE, *SMALL, "--config.task.op=add", "--overwrite", workdir=tmp_path)
     assert out.returncode == 0, out.stderr

@@ -125,7 +125,7 @@ def test_other_config_in_workdir_needs_overwrite(tmp_path):
         tiny(load_config("arithmetic", "model=nau,op=add")), str(tmp_path), progress=False
     )
     other = tiny(load_config("arithmetic", "model=nmu,op=mul"))
-    with pytest.raises(ConfigError, match="different config"):
+    with pytest.raises(ConfigError, match=r"config differs in model\.name"):
         train_and_evaluate(other, str(tmp_path), progress=False)
     summary = train_and_evaluate(other, str(tmp_path), overwrite=True, progress=False)
     assert summary["model"] == "nmu"
