@@ -38,7 +38,7 @@ def main(argv) -> None:
     base = loaded_config(_CONFIG)
     if not _MODELS.value or not _WORKDIR.value:
         fail("--models and --workdir are required, e.g. --models=nmu,nac_mul --workdir=runs/x.")
-    logging.set_verbosity(logging.WARNING)
+    logging.set_verbosity(logging.FATAL)  # as nalu_jax.main: orbax tracebacks become one sentence
     from nalu_jax.experiments import EXPERIMENTS
     from nalu_jax.run import run
 

@@ -12,8 +12,10 @@ sha256 of every saved array's bytes: flipped bits, truncated or overwritten file
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import re
 import shutil
 import time
 import warnings
@@ -46,6 +48,16 @@ def digest(flat: dict) -> np.ndarray:
         h.update(f"{name}{x.shape}{x.dtype}".encode())
         h.update(x.tobytes())
     return np.frombuffer(h.digest(), np.uint8).copy()
+
+
+def as_os_error(error: Exception, path: str) -> OSError:
+    """``error`` of a failed write as an ``OSError`` (errno from tensorstore's message)."""
+    if isinstance(error, OSError):
+        return error
+    code = re.search(r"os_error_code='?(\d+)", str(error))
+    if code:
+        return OSError(int(code.group(1)), os.strerror(int(code.group(1))), path)
+    return OSError(errno.EIO, str(error).strip().splitlines()[0][:200], path)
 
 
 class CheckpointError(Exception):
@@ -83,8 +95,11 @@ class Checkpointer:
         flat = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(leaves) if np.size(x)}
         flat[DIGEST] = digest(flat)
         flat[LAYOUT] = layout(tree)
-        self._manager.save(step, args=ocp.args.StandardSave(flat), force=True)
-        self._manager.wait_until_finished()
+        try:
+            self._manager.save(step, args=ocp.args.StandardSave(flat), force=True)
+            self._manager.wait_until_finished()
+        except Exception as e:  # orbax/tensorstore report a full disk as ValueError etc.
+            raise as_os_error(e, os.path.join(self.directory, str(step))) from None
 
     def restore(self, step: int, like):
         """The checkpoint at ``step`` in the structure (and dtypes) of ``like``; raises

@@ -41,7 +41,9 @@ def main(argv) -> None:
     config = loaded_config(_CONFIG)
     if not _WORKDIR.value:
         fail("--workdir is required: the directory for checkpoints and results.")
-    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+    # orbax logs every save at INFO and a failed background write as a traceback at ERROR;
+    # nalu_jax reports what matters in one sentence (cli.reported_errors)
+    logging.set_verbosity(logging.FATAL)
     from nalu_jax import distributed
     from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
 
