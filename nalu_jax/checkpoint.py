@@ -80,8 +80,8 @@ class Checkpointer:
                 active_processes={process},
                 barrier_sync_key_prefix=f"process_{process}",
             )
-        options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra)
-        self._manager = ocp.CheckpointManager(self.directory, options=options)
+        self._options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra)
+        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
@@ -144,7 +144,10 @@ class Checkpointer:
         target = os.path.join(f"{self.directory}-unusable", f"{step}-{int(time.time())}")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.move(os.path.join(self.directory, str(step)), target)
-        self._manager.reload()  # forget the moved step
+        # A fresh manager: after a failed restore orbax's handlers can be left in a state that
+        # refuses the next restore or save (reload() is not enough).
+        self._manager.close()
+        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
         return target
 
     def close(self) -> None:
