@@ -92,11 +92,13 @@ def test_bad_config_values_are_config_errors(field, value, match):
 
 def test_nau_cell_learns_the_sum_and_extrapolates_to_length_1000(tmp_path):
     # One accumulator (hidden 1) over 4 inputs, two single-input subsets and 2 irrelevant ones:
-    # small enough to converge in 5,000 steps. The spec's hidden-2, 10-input model needs far
+    # small enough to converge in 10,000 steps. The spec's hidden-2, 10-input model needs far
     # longer budgets (see nalu_jax/experiments/recurrent.py).
     config = load_config("recurrent", "model=nau,op=add,seeds=8")
     config.seed_block = 4
-    config.num_steps, config.eval_every, config.checkpoint_every = 5000, 100, 5000
+    # 10,000 steps: with the reference implementations' gradient conventions at the clamp bound
+    # and at W = 0/±1 (issue 9) 4 of 8 seeds were solved at 5,000 steps, 6 of 8 at 10,000.
+    config.num_steps, config.eval_every, config.checkpoint_every = 10_000, 100, 10_000
     config.eval_size, config.task.threshold_samples = 100, 5000
     config.task.input_size, config.task.overlap_ratio = 4, 0.0
     config.model.hidden_size = 1
