@@ -41,7 +41,11 @@ def reproduce(
     chosen = specs.cells(spec, models, ops)
     cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides)
     runnable = [c for c in chosen if c.key in cfgs]
-    pending = [c for c in runnable if cells_lib.finished(cells_lib.cell_dir(workdir, c), cfgs[c.key]) is None]
+    pending = [
+        c
+        for c in runnable
+        if cells_lib.finished(cells_lib.cell_dir(workdir, c), cfgs[c.key]) is None
+    ]
     for c in chosen:
         if c.variant.unavailable:
             log(f"{c.key}: {c.variant.unavailable}")
@@ -61,7 +65,9 @@ def reproduce(
     for i, c in enumerate(runnable):
         done = c not in pending
         log(f"== {c.key} ({i + 1}/{len(runnable)}){' done, skipped' if done else ''}")
-        summary = cells_lib.run_cell(c, cfgs[c.key], workdir, progress=progress, overwrite=overwrite)
+        summary = cells_lib.run_cell(
+            c, cfgs[c.key], workdir, progress=progress, overwrite=overwrite
+        )
         if summary is not None:
             write(spec, workdir)
     return write(spec, workdir)
