@@ -137,16 +137,31 @@ def header(spec: TableSpec, rows: list[dict]) -> list[str]:
         lines.append(f"Ours: {p[0]} seeds × {p[1]:,} iterations ({tag}).")
     lines.append(
         f"Cells measured: {len({(r['op'], r['model']) for r in done})}; training wall time "
-        f"{wall / 60:.1f} min on {platform.machine()} / {platform.processor() or 'cpu'}, "
-        f"{os.cpu_count()} cores."
+        f"{wall / 60:.1f} min on {machine()}."
     )
     lines.append(
         "Success: Wilson 95% interval. Solved at: first evaluation below the threshold (median; "
         "mean with a Student-t 95% interval over solved seeds). Sparsity error at the best "
-        "validation step (mean, t interval over solved seeds). Overlap: do the 95% intervals of "
-        "ours and the published figure overlap (computed; n/a when either is undefined)."
+        "validation step (mean, t interval over solved seeds)."
+        + (
+            " Overlap: do the 95% intervals of ours and the published figure overlap (computed; "
+            "n/a when either is undefined)."
+            if spec.published
+            else ""
+        )
     )
     return lines
+
+
+def machine() -> str:
+    """CPU model (Linux) or architecture, and the core count."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{name}, {os.cpu_count()} cores"
 
 
 def markdown(spec: TableSpec, rows: list[dict]) -> str:
