@@ -114,3 +114,52 @@ def test_estimate_scales_with_runs_and_steps():
     c = cell_config(spec, specs.cells(spec, ["nmu"], ["mul"])[0])
     est = estimate_s(c, {"seed_steps_per_s": 225 * 50_000 / 100.0, "compile_s": 5.0})
     assert est == pytest.approx(105.0)
+
+
+def fake_summary(solved, seeds=10, steps=1000, **extra):
+    lo, hi = wilson_interval(solved, seeds)
+    nan = float("nan")
+    return {
+        "num_seeds": seeds, "num_steps": steps, "solved": solved, "diverged": 0,
+        "success_rate": solved / seeds, "success_interval": [lo, hi],
+        "solved_at_median": 500.0 if solved else nan, "solved_at_mean": 500.0 if solved else nan,
+        "solved_at_interval": [400.0, 600.0] if solved > 1 else [nan, nan],
+        "sparsity_error_mean": 1e-3 if solved else nan,
+        "sparsity_error_interval": [5e-4, 2e-3] if solved > 1 else [nan, nan],
+        "wall_time_s": 60.0, **extra,
+    }  # fmt: skip
+
+
+def write_summary(workdir, key, summary):
+    import json
+    import os
+
+    os.makedirs(os.path.join(workdir, "cells", key), exist_ok=True)
+    with open(os.path.join(workdir, "cells", key, "summary.json"), "w") as f:
+        json.dump(summary, f)
+
+
+def test_merge_against_published_figures(tmp_path):
+    spec = specs.table("iclr2020-arithmetic")
+    write_summary(tmp_path, "mul-nmu", fake_summary(10))  # published 98% [93.0, 99.4]
+    write_summary(tmp_path, "add-nmu", fake_summary(9))  # published 0% [0, 3.7]
+    rows = tables.collect(spec, str(tmp_path))
+    assert [(r["op"], r["model"], r["success_overlap"]) for r in rows] == [
+        ("mul", "nmu", "yes"), ("add", "nmu", "no"),
+    ]  # fmt: skip
+    assert rows[0]["solved_at_overlap"] == "no"  # ours [400, 600] vs the paper's ~1.5e6
+    assert rows[1]["solved_at_overlap"] == "n/a"  # no published solved-at
+    md = tables.markdown(spec, rows)
+    assert "10 seeds × 1,000 iterations (**REDUCED** protocol)" in md
+    assert "| × | NMU | 10 × 1,000 | 100% [72%, 100%] | 98% [93%, 99%] | yes |" in md
+
+
+def test_single_module_rows_per_range_and_the_pivot(tmp_path):
+    spec = specs.table("primer-single-module")
+    settings = [fake_summary(k, 25, 50_000, setting_values={"range_index": k}) for k in (1, 2)]
+    write_summary(tmp_path, "mul-nmu", {"settings": settings})
+    rows = tables.collect(spec, str(tmp_path))
+    assert [(r["model"], r["range"], r["solved"]) for r in rows] == [("nmu", 1, 1), ("nmu", 2, 2)]
+    md = tables.markdown(spec, rows)
+    assert "| × | NMU | 1/25 | 2/25 |" in md and "(the published protocol)" in md
+    assert "published success" not in md

@@ -164,8 +164,26 @@ def machine() -> str:
     return f"{name}, {os.cpu_count()} cores"
 
 
+def by_range(rows: list[dict]) -> list[str]:
+    """Single-module: success (solved/seeds) per op and model (rows) × range (columns)."""
+    done = [r for r in rows if r["status"] == "done"]
+    ranges = sorted({int(r["range"]) for r in done})
+    lines = ["| op | model | " + " | ".join(f"range {k}" for k in ranges) + " |"]
+    lines.append("|" + "---|" * (len(ranges) + 2))
+    for op, model in dict.fromkeys((r["op"], r["paper_name"]) for r in done):
+        got = {int(r["range"]): r for r in done if (r["op"], r["paper_name"]) == (op, model)}
+        cells_ = [
+            f"{int(got[k]['solved'])}/{int(got[k]['num_seeds'])}" if k in got else "—"
+            for k in ranges
+        ]
+        lines.append(f"| {OP_LABELS.get(op, op)} | {model} | " + " | ".join(cells_) + " |")
+    return lines
+
+
 def markdown(spec: TableSpec, rows: list[dict]) -> str:
     lines = header(spec, rows) + [""]
+    if spec.kind == "single_module" and any(r["status"] == "done" for r in rows):
+        lines += ["Seeds solved per range:", ""] + by_range(rows) + ["", "All figures:", ""]
     if spec.kind == "single_module":
         cols = ["op", "model", "range", "seeds × steps", "success [95%]", "solved at median",
                 "solved at mean [95%]", "sparsity error [95%]", "diverged"]  # fmt: skip
