@@ -1,0 +1,85 @@
+"""Reproduce a published table with one command: every cell, then the table beside the paper's.
+
+    python launch/reproduce.py --table=iclr2020-arithmetic --workdir=runs/iclr
+    python launch/reproduce.py --table=iclr2020-arithmetic --models=nmu,nau --ops=mul,add \
+        --seeds=10 --steps=1000000 --workdir=runs/iclr-reduced
+    python launch/reproduce.py --table=primer-single-module --ops=mul,add --workdir=runs/primer
+
+Tables: iclr2020-arithmetic, iclr2020-gate, iclr2020-ablation, primer-single-module
+(``nalu_jax.reproduce.specs``). Each cell (op × model; single-module cells run their nine
+ranges as one program) trains in ``WORKDIR/cells/OP-MODEL``; finished cells are skipped,
+stopped ones resume, and ``WORKDIR/table.md``, ``table.csv`` and ``figures/OP.png`` hold every
+finished cell of the workdir (a later invocation with other cells adds to them). Before
+training it prints the estimated wall time from a short calibration run per model.
+``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
+only rewrites the table (e.g. after ``launch/slurm.py`` jobs).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from nalu_jax.hostenv import configure_host_devices  # noqa: E402
+
+configure_host_devices()
+
+from absl import flags, logging  # noqa: E402
+
+from nalu_jax import cli  # noqa: E402
+from nalu_jax.cli import fail  # noqa: E402
+from nalu_jax.config import ConfigError  # noqa: E402
+
+_TABLE = flags.DEFINE_string("table", None, "Table name, e.g. iclr2020-arithmetic.")
+_MODELS = flags.DEFINE_list("models", None, "Models of the table to run (default: all).")
+_OPS = flags.DEFINE_list("ops", None, "Ops of the table to run, e.g. mul,add (default: all).")
+_SEEDS = flags.DEFINE_integer("seeds", None, "Seeds per cell (default: the published number).")
+_STEPS = flags.DEFINE_integer("steps", None, "Iterations per cell (default: the published).")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Directory of the table and its cells.")
+_CALIBRATION = flags.DEFINE_integer(
+    "calibration_steps", 2000, "Steps of the timing run per model (0: no estimate)."
+)
+_SMOKE = flags.DEFINE_bool(
+    "smoke", False, "Small evaluation sets and thresholds (CI; not the published protocol)."
+)
+_REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
+_PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace cells run with another protocol.")
+
+
+def main(argv) -> None:
+    if len(argv) > 1:
+        fail(f"unexpected positional arguments {argv[1:]}.")
+    if not _TABLE.value or not _WORKDIR.value:
+        fail("--table and --workdir are required, e.g. --table=iclr2020-arithmetic --workdir=x.")
+    logging.set_verbosity(logging.WARNING)
+    from nalu_jax import reproduce
+    from nalu_jax.reproduce.cells import SMOKE
+
+    try:
+        if _REPORT_ONLY.value:
+            rows = reproduce.write(reproduce.table(_TABLE.value), _WORKDIR.value)
+        else:
+            rows = reproduce.reproduce(
+                _TABLE.value,
+                _WORKDIR.value,
+                models=_MODELS.value,
+                ops=_OPS.value,
+                seeds=_SEEDS.value,
+                steps=_STEPS.value,
+                overrides=SMOKE if _SMOKE.value else None,
+                calibration_steps=_CALIBRATION.value,
+                progress=_PROGRESS.value,
+                overwrite=_OVERWRITE.value,
+            )
+    except ConfigError as e:
+        fail(str(e))
+    with open(os.path.join(_WORKDIR.value, "table.md")) as f:
+        print(f.read())
+    print(f"{len(rows)} rows; results in {os.path.abspath(_WORKDIR.value)}")
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,115 @@
+"""Running a table's cells: each cell is one ``nalu_jax.run.run`` in ``WORKDIR/cells/OP-MODEL``.
+
+A cell whose workdir holds a ``summary.json`` of the same config is done and skipped (its
+summary is read back); one that stopped part-way resumes from its checkpoint (``run.run``).
+``calibrate`` times a short run of a cell on this machine; ``estimate_s`` extrapolates it to the
+cell's whole protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+
+from nalu_jax.reproduce.specs import Cell, TableSpec, cell_config
+
+SMOKE = {"eval_every": 500, "eval_size": 1_000, "task.threshold_samples": 100_000}
+
+
+def cell_dir(workdir: str, cell: Cell) -> str:
+    return os.path.join(workdir, "cells", cell.key)
+
+
+def apply(config, overrides: dict | None):
+    """``config`` with dotted ``overrides`` (e.g. ``{"eval_size": 1000}``) set; checkpoints
+    follow a changed ``eval_every``."""
+    for field, value in (overrides or {}).items():
+        *path, last = field.split(".")
+        node = config
+        for p in path:
+            node = node[p]
+        node[last] = value
+    if overrides and "eval_every" in overrides:
+        config.checkpoint_every = config.eval_every
+    return config
+
+
+def configs(spec: TableSpec, cells, seeds=None, steps=None, overrides=None) -> dict:
+    """``{cell.key: config}`` for the runnable cells (unavailable variants left out)."""
+    return {
+        c.key: apply(cell_config(spec, c, seeds, steps), overrides)
+        for c in cells
+        if not c.variant.unavailable
+    }
+
+
+def finished(directory: str, config) -> dict | None:
+    """The summary of a finished run of ``config`` in ``directory``, or None."""
+    from nalu_jax.workdir import config_json
+
+    paths = [os.path.join(directory, n) for n in ("summary.json", "config.json")]
+    if not all(os.path.exists(p) for p in paths):
+        return None
+    with open(paths[1]) as f:
+        if f.read() != config_json(config):
+            return None
+    with open(paths[0]) as f:
+        return json.load(f)
+
+
+def run_cell(cell: Cell, config, workdir: str, *, progress=True, overwrite=False):
+    """Run (or resume, or skip) one cell; its summary, or None in a non-zero process."""
+    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.run import run
+
+    directory = cell_dir(workdir, cell)
+    summary = finished(directory, config)
+    if summary is not None and not overwrite:
+        return summary
+    return run(EXPERIMENTS["arithmetic"], config, directory, overwrite=overwrite, progress=progress)
+
+
+def num_runs(config) -> int:
+    """Seeds × sweep settings: the runs of one cell's program."""
+    from nalu_jax import sweep
+
+    return int(config.num_seeds) * len(sweep.expand(config))
+
+
+def calibrate(config, steps: int = 2_000) -> dict:
+    """Time ``steps`` steps of ``config`` (its seeds and settings) in a scratch workdir.
+
+    Returns ``{"seed_steps_per_s", "compile_s", "wall_s"}``; ``seed_steps_per_s`` counts every
+    run of the program (seeds × settings) and includes the evaluations.
+    """
+    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.run import run
+
+    c = config.copy_and_resolve_references()
+    c.num_steps = max(int(steps) // c.eval_every, 1) * c.eval_every
+    c.checkpoint_every = c.num_steps
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="nalu-calibrate-") as d:
+        s = run(EXPERIMENTS["arithmetic"], c, d, progress=False)
+    s = s["settings"][0] if "settings" in s else s
+    return {
+        "seed_steps_per_s": float(s["seed_steps_per_s"]),
+        "compile_s": float(s["compile_time_s"]),
+        "wall_s": time.perf_counter() - t0,
+    }
+
+
+def estimate_s(config, calibration: dict) -> float:
+    """Seconds one cell of ``config`` should take, from a ``calibrate`` result."""
+    seed_steps = num_runs(config) * int(config.num_steps)
+    return calibration["compile_s"] + seed_steps / max(calibration["seed_steps_per_s"], 1e-9)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,201 @@
+"""The published tables this library reproduces: their cells and each cell's config.
+
+A table is models × ops (the arithmetic task, one cell per model and op) or models × ranges (the
+single-module benchmark: one cell per model and op whose nine ranges are one program, a
+``sweep.range_index``). A cell's config is the published protocol (seeds, iterations, the
+model's λ̂ schedule from ``nalu_jax.models.MODELS``) unless ``--seeds``/``--steps`` reduce it.
+A variant the library lacks (e.g. the NMU without its weight clamp) is a cell with
+``unavailable`` set: listed in the table, never run or faked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from nalu_jax.config import ConfigError, base_config
+from nalu_jax.tasks.single_module import MODELS_BY_OP, RANGE_PAIRS
+
+#: our op names → the papers' symbols
+OP_LABELS = {"mul": "×", "div": "÷", "add": "+", "sub": "−", "root": "√z", "squared": "z²"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A model of a table: our model name and the config fields that make the variant."""
+
+    key: str  # the table's name for it (a cell's model column)
+    label: str  # the paper's name
+    model: str  # nalu_jax.models.MODELS (arithmetic) or nalu_jax.units.UNITS (single-module)
+    overrides: tuple = ()  # (("train.reg_scale", 0.0), ...) dotted config fields
+    unavailable: str = ""  # why the library cannot run it ("" when it can)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableSpec:
+    name: str
+    kind: str  # "arithmetic" or "single_module"
+    ops: tuple
+    variants: tuple  # Variant, in table order
+    num_seeds: int
+    num_steps: int
+    source: str  # citation of the published figures (or of the protocol)
+    published: str | None  # file in nalu_jax/reproduce/published/, or None (no figures)
+    models_by_op: dict | None = None  # op -> variant keys (single-module), else every model
+
+    def variant(self, key: str) -> Variant:
+        for v in self.variants:
+            if v.key == key:
+                return v
+        raise ConfigError(
+            f"--models names {key!r}, not a model of table {self.name!r}; "
+            f"allowed: {[v.key for v in self.variants]}."
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    table: str
+    op: str
+    variant: Variant
+
+    @property
+    def key(self) -> str:
+        """The cell's directory name under ``WORKDIR/cells``."""
+        return f"{self.op}-{self.variant.key}"
+
+
+def _v(key, label, model=None, **kw):
+    return Variant(key, label, model or key, **kw)
+
+
+_NO_CLAMP = (
+    "not available: the library's NMU always projects W to [0, 1] and clips it in the "
+    "forward pass (no option to drop the clamp)"
+)
+_ICLR = "Madsen & Johansen, Neural Arithmetic Units, ICLR 2020 (arXiv:2001.05016)"
+_ARITH_MODELS = (
+    _v("nac_mul_nmu", "NAC•,NMU"),
+    _v("nac_mul_sigma", "NAC•,σ"),
+    _v("nac_mul", "NAC•"),
+    _v("nac_add", "NAC₊"),
+    _v("gated_nau_nmu", "Gated NAU/NMU"),
+    _v("linear", "Linear"),
+    _v("nalu", "NALU"),
+    _v("nau", "NAU"),
+    _v("nmu", "NMU"),
+    _v("relu", "ReLU"),
+    _v("relu6", "ReLU6"),
+)
+_NALU_OVER_NAC = (("model.first_layer", "nac_add"),)
+_PRIMER_UNITS = {
+    "nac_mul": "NAC•",
+    "nac_add": "NAC₊",
+    "nalu": "NALU",
+    "nmu": "NMU",
+    "nau": "NAU",
+    "npu": "NPU",
+    "real_npu": "RealNPU",
+    "inalu": "iNALU",
+    "g_nalu": "G-NALU",
+    "nru": "NRU",
+    "nmru": "NMRU",
+    "snmu": "sNMU",
+}
+
+TABLES: dict[str, TableSpec] = {
+    "iclr2020-arithmetic": TableSpec(
+        "iclr2020-arithmetic", "arithmetic", ("mul", "div", "add", "sub", "root", "squared"),
+        _ARITH_MODELS, 100, 5_000_000,
+        f"{_ICLR}, Table 1 / Appendix C (all models × ops)", "iclr2020-arithmetic.csv",
+    ),
+    "iclr2020-gate": TableSpec(
+        "iclr2020-gate", "arithmetic", ("mul", "add"),
+        (
+            _v("nalu_shared", "NALU (shared)", "nalu", overrides=_NALU_OVER_NAC),
+            _v("nalu_separate", "NALU (separate)", "nalu", overrides=_NALU_OVER_NAC + (
+                ("model.layer2_options.separate_weights", True),)),
+            _v("gated_nau_nmu", "Gated NAU/NMU"),
+        ),
+        100, 5_000_000, f"{_ICLR}, Appendix C (gating convergence)", "iclr2020-gate.csv",
+    ),
+    "iclr2020-ablation": TableSpec(
+        "iclr2020-ablation", "arithmetic", ("mul",),
+        (
+            _v("nac_mul_sigma", "NAC•,σ"),
+            _v("nac_mul", "NAC•"),
+            _v("nmu", "NMU"),
+            _v("nmu_no_rsparse", "NMU, no R_sparse", "nmu", overrides=(("train.reg_scale", 0.0),)),
+            _v("nmu_no_rsparse_no_clamp", "NMU, no R_sparse, no W-clamp", "nmu",
+               unavailable=_NO_CLAMP),
+            _v("nmu_no_clamp", "NMU, no W-clamp", "nmu", unavailable=_NO_CLAMP),
+        ),
+        100, 5_000_000, f"{_ICLR}, Appendix C (ablation)", "iclr2020-ablation.csv",
+    ),
+    "primer-single-module": TableSpec(
+        "primer-single-module", "single_module", ("mul", "div", "add", "sub"),
+        tuple(_v(k, label) for k, label in _PRIMER_UNITS.items()),
+        25, 50_000,
+        "Mistry, Li, Hare & Zheng, A Primer for Neural Arithmetic Logic Modules, JMLR 2022 "
+        "(arXiv:2101.09530), single-module benchmark (no numeric table published)",
+        None,
+        models_by_op=MODELS_BY_OP,
+    ),
+}  # fmt: skip
+
+
+def table(name: str) -> TableSpec:
+    if name not in TABLES:
+        raise ConfigError(f"--table must be one of {sorted(TABLES)}, got {name!r}.")
+    return TABLES[name]
+
+
+def cells(spec: TableSpec, models=None, ops=None) -> list[Cell]:
+    """The table's cells (op-major, in table order), restricted to ``models``/``ops`` if given."""
+    for op in ops or ():
+        if op not in spec.ops:
+            raise ConfigError(f"--ops names {op!r}; table {spec.name!r} has {list(spec.ops)}.")
+    variants = [spec.variant(k) for k in models] if models else list(spec.variants)
+    out = []
+    for op in ops or spec.ops:
+        for v in variants:
+            if spec.models_by_op is None or v.key in spec.models_by_op[op]:
+                out.append(Cell(spec.name, op, v))
+    if not out:
+        raise ConfigError(f"no cell of table {spec.name!r} has these models and ops.")
+    return out
+
+
+def cell_config(spec: TableSpec, cell: Cell, num_seeds: int | None = None, num_steps=None):
+    """The config of one cell: the published protocol, or reduced by ``num_seeds``/``num_steps``.
+
+    Arithmetic: ``configs/arithmetic.py`` with the cell's model and op; single-module:
+    ``configs/single_module.py`` with ``sweep.range_index = (1, …, 9)`` (one program).
+    """
+    c = base_config()
+    c.model.name = cell.variant.model
+    c.task.op = cell.op
+    c.num_seeds = int(num_seeds or spec.num_seeds)
+    c.num_steps = int(num_steps or spec.num_steps)
+    if spec.kind == "single_module":  # as configs/single_module.py
+        c.task.kind = "single_module"
+        c.task.input_size = 2
+        c.task.range_index = 7
+        c.task.interpolation_range = None
+        c.task.extrapolation_range = None
+        c.model.single_unit = True
+        c.train.reg_start = 20_000.0
+        c.train.reg_end = 35_000.0
+        c.sweep.range_index = tuple(range(1, len(RANGE_PAIRS) + 1))
+    if c.num_steps % c.eval_every:
+        raise ConfigError(f"--steps must be a multiple of {c.eval_every}, got {c.num_steps}.")
+    for field, value in cell.variant.overrides:
+        *path, last = field.split(".")
+        node = c
+        for p in path:
+            node = node[p]
+        with node.unlocked():
+            node[last] = value
+    # Checkpoints (and the metrics.jsonl rewrite with them) about 20 times per run, at least
+    # every 10,000 steps: a 5·10⁶-step cell would otherwise save 500 times.
+    c.checkpoint_every = max(10_000, c.num_steps // 20 // c.eval_every * c.eval_every)
+    return c

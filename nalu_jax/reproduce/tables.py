@@ -1,0 +1,232 @@
+"""Merge a workdir's finished cells with the published figures: ``table.md`` and ``table.csv``.
+
+Rows are read back from each cell's ``summary.json`` (one row per cell; single-module cells one
+row per range), so the table of a workdir is the same whoever ran its cells (one process, a
+SLURM array, a ``jax.distributed`` job) and grows as more cells finish. The overlap columns are
+computed: two 95% intervals overlap when the larger lower bound is at most the smaller upper
+bound; "n/a" when either interval is undefined (no published figure, no solved seed).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import platform
+from importlib import resources
+
+from nalu_jax.reproduce.cells import cell_dir
+from nalu_jax.reproduce.specs import OP_LABELS, TableSpec, cells
+
+STATS = (
+    "success_rate", "success_lo", "success_hi", "solved_at_median", "solved_at_mean",
+    "solved_at_lo", "solved_at_hi", "sparsity_error_mean", "sparsity_error_lo",
+    "sparsity_error_hi",
+)  # fmt: skip
+COLUMNS = (
+    ("table", "op", "model", "paper_name", "range", "status", "num_seeds", "num_steps", "solved")
+    + STATS
+    + ("diverged", "wall_time_s", "published_num_seeds")
+    + tuple(f"published_{s}" for s in STATS)
+    + ("success_overlap", "solved_at_overlap", "sparsity_error_overlap")
+)
+
+
+def published(spec: TableSpec) -> dict:
+    """``{(op, model): {column: value}}`` from the table's CSV (``#`` lines are its citation)."""
+    if spec.published is None:
+        return {}
+    text = resources.files("nalu_jax.reproduce").joinpath("published", spec.published).read_text()
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    out = {}
+    for r in csv.DictReader(lines):
+        out[(r["op"], r["model"])] = {
+            k: (float(v) if v != "" else math.nan) if k in STATS + ("num_seeds",) else v
+            for k, v in r.items()
+        }
+    return out
+
+
+def _ours(s: dict) -> dict:
+    pairs = (("success", "success_interval"), ("solved_at", "solved_at_interval"),
+             ("sparsity_error", "sparsity_error_interval"))  # fmt: skip
+    row = {k: s[k] for k in ("num_seeds", "num_steps", "solved", "success_rate", "diverged")}
+    row.update(solved_at_median=s["solved_at_median"], solved_at_mean=s["solved_at_mean"])
+    row["sparsity_error_mean"] = s["sparsity_error_mean"]
+    row["wall_time_s"] = s.get("wall_time_s")
+    for name, key in pairs:
+        row[f"{name}_lo"], row[f"{name}_hi"] = s[key]
+    return {k: (math.nan if v is None else v) for k, v in row.items()}
+
+
+def overlap(a, b) -> str:
+    """Overlap ("yes"/"no") of two intervals ``(lo, hi)``; "n/a" when either is undefined."""
+    if any(v is None or not math.isfinite(v) for v in (*a, *b)):
+        return "n/a"
+    return "yes" if max(a[0], b[0]) <= min(a[1], b[1]) else "no"
+
+
+def collect(spec: TableSpec, workdir: str) -> list[dict]:
+    """One row per finished cell (per range for single-module), plus the unavailable variants
+    of the ops that have results; in table order."""
+    pub = published(spec)
+    rows, ops_run = [], set()
+    for cell in cells(spec):
+        base = {"table": spec.name, "op": cell.op, "model": cell.variant.key,
+                "paper_name": cell.variant.label, "range": ""}  # fmt: skip
+        if cell.variant.unavailable:
+            rows.append({**base, "status": cell.variant.unavailable})
+            continue
+        path = os.path.join(cell_dir(workdir, cell), "summary.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            summary = json.load(f)
+        ops_run.add(cell.op)
+        for s in summary.get("settings", [summary]):
+            rng = s.get("setting_values", {}).get("range_index", "")
+            rows.append({**base, "range": rng, "status": "done", **_ours(s)})
+    rows = [r for r in rows if r["status"] == "done" or not ops_run or r["op"] in ops_run]
+    for r in rows:
+        p = pub.get((r["op"], r["model"]))
+        if p is not None:
+            r["published_num_seeds"] = p["num_seeds"]
+            r.update({f"published_{k}": p[k] for k in STATS})
+        for name in ("success", "solved_at", "sparsity_error"):
+            mine = (r.get(f"{name}_lo", math.nan), r.get(f"{name}_hi", math.nan))
+            theirs = (
+                r.get(f"published_{name}_lo", math.nan),
+                r.get(f"published_{name}_hi", math.nan),
+            )
+            r[f"{name}_overlap"] = overlap(mine, theirs) if p is not None else "n/a"
+    return rows
+
+
+def _f(v, pct=False) -> str:
+    if v is None or v == "" or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    return f"{100 * v:.0f}%" if pct else f"{v:.3g}"
+
+
+def _iv(r, name, prefix="", pct=False) -> str:
+    mid = r.get(f"{prefix}{name}_rate" if name == "success" else f"{prefix}{name}_mean")
+    lo, hi = r.get(f"{prefix}{name}_lo"), r.get(f"{prefix}{name}_hi")
+    if mid is None or (isinstance(mid, float) and not math.isfinite(mid)):
+        return "—"
+    if lo is None or not math.isfinite(lo):
+        return _f(mid, pct)
+    return f"{_f(mid, pct)} [{_f(lo, pct)}, {_f(hi, pct)}]"
+
+
+def header(spec: TableSpec, rows: list[dict]) -> list[str]:
+    """What was measured, under which protocol, on which machine."""
+    done = [r for r in rows if r["status"] == "done"]
+    protocols = sorted({(int(r["num_seeds"]), int(r["num_steps"])) for r in done})
+    full = (spec.num_seeds, spec.num_steps)
+    wall = sum(
+        r["wall_time_s"]
+        for r in done
+        if r.get("range") in ("", 1) and math.isfinite(r["wall_time_s"])
+    )
+    lines = [f"# {spec.name}", "", f"Published figures: {spec.source}."]
+    lines.append(f"Published protocol: {full[0]} seeds × {full[1]:,} iterations per cell.")
+    for p in protocols:
+        tag = "the published protocol" if p == full else "**REDUCED** protocol"
+        lines.append(f"Ours: {p[0]} seeds × {p[1]:,} iterations ({tag}).")
+    lines.append(
+        f"Cells measured: {len({(r['op'], r['model']) for r in done})}; training wall time "
+        f"{wall / 60:.1f} min on {machine()}."
+    )
+    lines.append(
+        "Success: Wilson 95% interval. Solved at: first evaluation below the threshold (median; "
+        "mean with a Student-t 95% interval over solved seeds). Sparsity error at the best "
+        "validation step (mean, t interval over solved seeds)."
+        + (
+            " Overlap: do the 95% intervals of ours and the published figure overlap (computed; "
+            "n/a when either is undefined)."
+            if spec.published
+            else ""
+        )
+    )
+    return lines
+
+
+def machine() -> str:
+    """CPU model (Linux) or architecture, and the core count."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{name}, {os.cpu_count()} cores"
+
+
+def by_range(rows: list[dict]) -> list[str]:
+    """Single-module: success (solved/seeds) per op and model (rows) × range (columns)."""
+    done = [r for r in rows if r["status"] == "done"]
+    ranges = sorted({int(r["range"]) for r in done})
+    lines = ["| op | model | " + " | ".join(f"range {k}" for k in ranges) + " |"]
+    lines.append("|" + "---|" * (len(ranges) + 2))
+    for op, model in dict.fromkeys((r["op"], r["paper_name"]) for r in done):
+        got = {int(r["range"]): r for r in done if (r["op"], r["paper_name"]) == (op, model)}
+        cells_ = [
+            f"{int(got[k]['solved'])}/{int(got[k]['num_seeds'])}" if k in got else "—"
+            for k in ranges
+        ]
+        lines.append(f"| {OP_LABELS.get(op, op)} | {model} | " + " | ".join(cells_) + " |")
+    return lines
+
+
+def markdown(spec: TableSpec, rows: list[dict]) -> str:
+    lines = header(spec, rows) + [""]
+    if spec.kind == "single_module" and any(r["status"] == "done" for r in rows):
+        lines += ["Seeds solved per range:", ""] + by_range(rows) + ["", "All figures:", ""]
+    if spec.kind == "single_module":
+        cols = ["op", "model", "range", "seeds × steps", "success [95%]", "solved at median",
+                "solved at mean [95%]", "sparsity error [95%]", "diverged"]  # fmt: skip
+    else:
+        cols = ["op", "model", "seeds × steps", "success [95%]", "published success [95%]",
+                "overlap", "solved at median (ours / published)", "solved at mean [95%]",
+                "published solved at mean [95%]", "sparsity error [95%]",
+                "published sparsity error [95%]", "overlap (solved at / sparsity)"]  # fmt: skip
+    lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        op = OP_LABELS.get(r["op"], r["op"])
+        if r["status"] != "done":
+            lines.append(f"| {op} | {r['paper_name']} | " + r["status"] + " |" * (len(cols) - 2))
+            continue
+        sz = f"{int(r['num_seeds'])} × {int(r['num_steps']):,}"
+        if spec.kind == "single_module":
+            cells_ = [op, r["paper_name"], str(r["range"]), sz, _iv(r, "success", pct=True),
+                      _f(r["solved_at_median"]), _iv(r, "solved_at"), _iv(r, "sparsity_error"),
+                      str(int(r["diverged"]))]  # fmt: skip
+        else:
+            pm = r.get("published_solved_at_median")
+            cells_ = [op, r["paper_name"], sz, _iv(r, "success", pct=True),
+                      _iv(r, "success", "published_", pct=True), r["success_overlap"],
+                      f"{_f(r['solved_at_median'])} / {_f(pm)}", _iv(r, "solved_at"),
+                      _iv(r, "solved_at", "published_"), _iv(r, "sparsity_error"),
+                      _iv(r, "sparsity_error", "published_"),
+                      f"{r['solved_at_overlap']} / {r['sparsity_error_overlap']}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells_) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, COLUMNS, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if isinstance(v, float) and not math.isfinite(v) else v)
+                    for k, v in r.items()})  # fmt: skip
+    return buf.getvalue()
+
+
+def write(spec: TableSpec, workdir: str, rows: list[dict]) -> None:
+    from nalu_jax.report import atomic_write
+
+    atomic_write(os.path.join(workdir, "table.md"), markdown(spec, rows))
+    atomic_write(os.path.join(workdir, "table.csv"), csv_text(rows))

@@ -1,0 +1,165 @@
+"""Published tables: specs, published figures, the merge and overlap verdict (no training)."""
+
+import math
+
+import pytest
+from conftest import load_config
+
+from nalu_jax.config import ConfigError
+from nalu_jax.metrics import wilson_interval
+from nalu_jax.models import MODELS
+from nalu_jax.reproduce import cell_config, specs, tables
+from nalu_jax.reproduce.cells import SMOKE, configs, estimate_s
+from nalu_jax.units import UNITS
+
+
+@pytest.mark.parametrize("name", sorted(specs.TABLES))
+def test_every_cell_has_a_model_and_a_valid_config(name):
+    spec = specs.TABLES[name]
+    registry = UNITS if spec.kind == "single_module" else MODELS
+    for cell in specs.cells(spec):
+        assert cell.variant.model in registry, cell
+        if not cell.variant.unavailable:
+            c = cell_config(spec, cell)
+            assert (c.num_seeds, c.num_steps) == (spec.num_seeds, spec.num_steps)
+            assert c.num_steps % c.checkpoint_every == 0
+
+
+def test_arithmetic_cell_is_the_config_file():
+    spec = specs.table("iclr2020-arithmetic")
+    cell = next(c for c in specs.cells(spec, ["nau"], ["sub"]))
+    ours = cell_config(spec, cell, 10, 200_000)
+    theirs = load_config("arithmetic", "model=nau,op=sub,seeds=10,steps=200000")
+    theirs.checkpoint_every = ours.checkpoint_every
+    assert ours.to_dict() == theirs.to_dict()
+
+
+def test_single_module_cell_is_the_config_file_with_the_range_sweep():
+    spec = specs.table("primer-single-module")
+    cell = next(c for c in specs.cells(spec, ["nmu"], ["mul"]))
+    ours = cell_config(spec, cell)
+    theirs = load_config("single_module", "model=nmu,op=mul")
+    theirs.sweep.range_index = tuple(range(1, 10))
+    theirs.checkpoint_every = ours.checkpoint_every
+    assert ours.to_dict() == theirs.to_dict()
+
+
+def test_variants_set_their_fields():
+    gate = specs.table("iclr2020-gate")
+    sep = cell_config(gate, specs.cells(gate, ["nalu_separate"], ["mul"])[0])
+    assert sep.model.first_layer == "nac_add" and sep.model.layer2_options.separate_weights
+    ablation = specs.table("iclr2020-ablation")
+    no_reg = cell_config(ablation, specs.cells(ablation, ["nmu_no_rsparse"])[0])
+    assert no_reg.train.reg_scale == 0.0
+    cells = specs.cells(ablation)
+    assert {c.variant.key for c in cells if c.variant.unavailable} == {
+        "nmu_no_clamp",
+        "nmu_no_rsparse_no_clamp",
+    }
+    assert len(configs(ablation, cells, 2, 1000, SMOKE)) == len(cells) - 2
+
+
+def test_primer_cells_follow_the_models_per_op():
+    spec = specs.table("primer-single-module")
+    cells = specs.cells(spec, ops=["mul", "add"])
+    assert [c.key for c in cells if c.op == "add"] == [
+        "add-nac_add", "add-nalu", "add-nau", "add-inalu", "add-g_nalu",
+    ]  # fmt: skip
+    assert len(cells) == 15
+
+
+def test_bad_names_are_config_errors():
+    spec = specs.table("iclr2020-arithmetic")
+    with pytest.raises(ConfigError, match="--table"):
+        specs.table("iclr2021")
+    with pytest.raises(ConfigError, match="--models"):
+        specs.cells(spec, ["nmu2"])
+    with pytest.raises(ConfigError, match="--ops"):
+        specs.cells(spec, ops=["pow"])
+    with pytest.raises(ConfigError, match="--steps"):
+        cell_config(spec, specs.cells(spec, ["nmu"], ["mul"])[0], 2, 1500)
+
+
+@pytest.mark.parametrize("name", ["iclr2020-arithmetic", "iclr2020-gate", "iclr2020-ablation"])
+def test_published_figures_are_cells_of_their_table(name):
+    spec = specs.table(name)
+    pub = tables.published(spec)
+    keys = {(c.op, c.variant.key) for c in specs.cells(spec)}
+    assert set(pub) == keys
+    for row in pub.values():
+        assert row["success_lo"] <= row["success_rate"] <= row["success_hi"]
+
+
+def test_published_arithmetic_figures():
+    pub = tables.published(specs.table("iclr2020-arithmetic"))
+    assert len(pub) == 66
+    nmu = pub[("mul", "nmu")]
+    assert (nmu["success_rate"], nmu["solved_at_median"]) == (
+        0.98,
+        1434500.0,
+    )  # the issue rounds it to 1.434e6
+    assert nmu["success_lo"] == pytest.approx(wilson_interval(98, 100)[0], abs=1e-9)
+    assert pub[("add", "nau")]["solved_at_median"] == 18000.0
+    assert math.isnan(pub[("div", "nmu")]["solved_at_mean"])
+
+
+def test_overlap_is_computed():
+    assert tables.overlap((0.2, 0.4), (0.4, 0.6)) == "yes"
+    assert tables.overlap((0.0, 0.3), (0.31, 0.6)) == "no"
+    assert tables.overlap((0.0, math.nan), (0.0, 1.0)) == "n/a"
+
+
+def test_estimate_scales_with_runs_and_steps():
+    spec = specs.table("primer-single-module")
+    c = cell_config(spec, specs.cells(spec, ["nmu"], ["mul"])[0])
+    est = estimate_s(c, {"seed_steps_per_s": 225 * 50_000 / 100.0, "compile_s": 5.0})
+    assert est == pytest.approx(105.0)
+
+
+def fake_summary(solved, seeds=10, steps=1000, **extra):
+    lo, hi = wilson_interval(solved, seeds)
+    nan = float("nan")
+    return {
+        "num_seeds": seeds, "num_steps": steps, "solved": solved, "diverged": 0,
+        "success_rate": solved / seeds, "success_interval": [lo, hi],
+        "solved_at_median": 500.0 if solved else nan, "solved_at_mean": 500.0 if solved else nan,
+        "solved_at_interval": [400.0, 600.0] if solved > 1 else [nan, nan],
+        "sparsity_error_mean": 1e-3 if solved else nan,
+        "sparsity_error_interval": [5e-4, 2e-3] if solved > 1 else [nan, nan],
+        "wall_time_s": 60.0, **extra,
+    }  # fmt: skip
+
+
+def write_summary(workdir, key, summary):
+    import json
+    import os
+
+    os.makedirs(os.path.join(workdir, "cells", key), exist_ok=True)
+    with open(os.path.join(workdir, "cells", key, "summary.json"), "w") as f:
+        json.dump(summary, f)
+
+
+def test_merge_against_published_figures(tmp_path):
+    spec = specs.table("iclr2020-arithmetic")
+    write_summary(tmp_path, "mul-nmu", fake_summary(10))  # published 98% [93.0, 99.4]
+    write_summary(tmp_path, "add-nmu", fake_summary(9))  # published 0% [0, 3.7]
+    rows = tables.collect(spec, str(tmp_path))
+    assert [(r["op"], r["model"], r["success_overlap"]) for r in rows] == [
+        ("mul", "nmu", "yes"), ("add", "nmu", "no"),
+    ]  # fmt: skip
+    assert rows[0]["solved_at_overlap"] == "no"  # ours [400, 600] vs the paper's ~1.5e6
+    assert rows[1]["solved_at_overlap"] == "n/a"  # no published solved-at
+    md = tables.markdown(spec, rows)
+    assert "10 seeds × 1,000 iterations (**REDUCED** protocol)" in md
+    assert "| × | NMU | 10 × 1,000 | 100% [72%, 100%] | 98% [93%, 99%] | yes |" in md
+
+
+def test_single_module_rows_per_range_and_the_pivot(tmp_path):
+    spec = specs.table("primer-single-module")
+    settings = [fake_summary(k, 25, 50_000, setting_values={"range_index": k}) for k in (1, 2)]
+    write_summary(tmp_path, "mul-nmu", {"settings": settings})
+    rows = tables.collect(spec, str(tmp_path))
+    assert [(r["model"], r["range"], r["solved"]) for r in rows] == [("nmu", 1, 1), ("nmu", 2, 2)]
+    md = tables.markdown(spec, rows)
+    assert "| × | NMU | 1/25 | 2/25 |" in md and "(the published protocol)" in md
+    assert "published success" not in md
