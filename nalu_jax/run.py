@@ -68,6 +68,18 @@ class Outcome:
     results: dict  # label -> merged results (history, diverged, diverged_at, timing)
 
 
+def programs_over(config, section: str, field: str, names) -> list:
+    """``[(name, config with section.field = name)]``: one compiled program per name (e.g. per
+    activation or agent, whose networks differ), run one after another."""
+    out = []
+    for name in names:
+        c = config.copy_and_resolve_references()
+        with c.unlocked():
+            c[section][field] = name
+        out.append((name, c))
+    return out
+
+
 def events_writer(workdir, label, config, proc, settings, run_setting, solved):
     """TensorBoard events of this program in ``workdir/tensorboard[/label][/process_p]``, or
     None when ``config.tensorboard`` is off."""

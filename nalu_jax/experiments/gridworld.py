@@ -30,7 +30,7 @@ from nalu_jax.experiments import gridworld_report as report
 from nalu_jax.rl import a2c
 from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, random_policy_success
 from nalu_jax.rl.agents import AGENTS, make_agent
-from nalu_jax.run import Outcome, Population
+from nalu_jax.run import Outcome, Population, programs_over
 from nalu_jax.units import UNITS
 
 SWEEPABLE = ("lr",)
@@ -94,13 +94,7 @@ def agent_label(config, agent: str) -> str:
 def programs(config) -> list:
     """One compiled program per agent (the networks differ), run one after another; the
     label is the agent's name (``checkpoints/<agent>``)."""
-    out = []
-    for agent in config.model.agents:
-        c = config.copy_and_resolve_references()
-        with c.unlocked():
-            c.model.agent = agent
-        out.append((agent, c))
-    return out
+    return programs_over(config, "model", "agent", config.model.agents)
 
 
 def eval_data(config, env: GridWorld) -> dict:

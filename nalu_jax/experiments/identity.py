@@ -32,7 +32,7 @@ from nalu_jax import metrics as metrics_lib
 from nalu_jax import plots, report, train
 from nalu_jax.config import ConfigError, validate_common
 from nalu_jax.models import ArithmeticNetwork
-from nalu_jax.run import Outcome, Population
+from nalu_jax.run import Outcome, Population, programs_over
 from nalu_jax.units import UNITS, TrainingNeeds, make_unit
 
 SWEEPABLE = ("lr",)
@@ -72,13 +72,7 @@ def validate(config) -> None:
 
 def programs(config) -> list:
     """One compiled program per activation (the networks differ), run one after another."""
-    out = []
-    for name in config.identity.activations:
-        c = config.copy_and_resolve_references()
-        with c.unlocked():
-            c.identity.activation = name
-        out.append((name, c))
-    return out
+    return programs_over(config, "identity", "activation", config.identity.activations)
 
 
 def grid(config) -> np.ndarray:
