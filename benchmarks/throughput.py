@@ -2,12 +2,17 @@
 
     python benchmarks/throughput.py                     # S = 1, 10, 100, 1000
     python benchmarks/throughput.py --seeds 100 --steps 20000
+    python benchmarks/throughput.py --models all --seeds 100 --steps 10000   # every model
+    python benchmarks/throughput.py --models nalu,nmu --seeds 1000 --steps 3000
 
 Model nmu, op mul, n = 100, batch 128, hidden 2, evaluation every 1,000 steps on the two
 10,000-sample sets — through ``nalu_jax.experiments.train_and_evaluate``, the code path of
 ``nalu_jax.main``. Each size runs in its own process so that peak resident memory is its own.
 Prints one JSON line per size: seeds, steps, seconds (compile excluded), compile_seconds,
-seed_steps_per_s, peak_rss_mib, device.
+seed_steps_per_s, peak_rss_mib, device. With ``--models`` (a comma list of
+``nalu_jax.models.MODELS`` names, or ``all``) it runs each model at each size instead — one JSON
+line per (model, size), with ``model`` — and then prints a table of seed-steps/s per model.
+Every measurement is its own process, so ``--repeat R`` keeps the best of R.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def measure(seeds: int, steps: int, extra: list[str]) -> dict:
+def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dict:
     """Train ``seeds`` seeds for ``steps`` steps in this process; the JSON record."""
     sys.path.insert(0, ROOT)
     from nalu_jax.hostenv import configure_host_devices
@@ -43,7 +48,7 @@ def measure(seeds: int, steps: int, extra: list[str]) -> dict:
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    config = module.get_config("model=nmu,op=mul")
+    config = module.get_config(f"model={model},op=mul")
     config.num_seeds = seeds
     config.num_steps = steps
     config.checkpoint_every = steps
@@ -58,6 +63,7 @@ def measure(seeds: int, steps: int, extra: list[str]) -> dict:
         summary = train_and_evaluate(config, workdir, progress=False)
     loop_s = summary["wall_time_s"] - summary["compile_time_s"]
     return {
+        "model": model,
         "seeds": seeds,
         "steps": steps,
         "seconds": round(loop_s, 3),
@@ -69,25 +75,73 @@ def measure(seeds: int, steps: int, extra: list[str]) -> dict:
     }
 
 
+def _run_one(model: str, seeds: int, steps: int, settings: list[str]) -> dict:
+    cmd = [sys.executable, __file__, "--inline", "--seeds", str(seeds), "--steps", str(steps)]
+    cmd += ["--models", model] + [f"--set={s}" for s in settings]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"model {model}, size {seeds} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def model_names(arg: str | None) -> list[str]:
+    """``--models``: ``all`` (every ``MODELS`` entry, in its order) or a comma list."""
+    sys.path.insert(0, ROOT)
+    from nalu_jax.models import MODELS
+
+    if arg is None:
+        return ["nmu"]
+    if arg == "all":
+        return list(MODELS)
+    names = [n for n in arg.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        sys.exit(f"--models: unknown {unknown}; choose from {sorted(MODELS)} or 'all'.")
+    return names
+
+
+def table(records: list[dict]) -> str:
+    """Markdown: one row per model, one column per seed count (best seed-steps/s)."""
+    sizes = sorted({r["seeds"] for r in records})
+    models = list(dict.fromkeys(r["model"] for r in records))
+    head = "| model | " + " | ".join(f"{s} seeds" for s in sizes) + " | compile s | peak MiB |"
+    lines = [head, "|" + "---|" * (len(sizes) + 3)]
+    for m in models:
+        rows = {r["seeds"]: r for r in records if r["model"] == m}
+        cells = [f"{rows[s]['seed_steps_per_s']:,.0f}" if s in rows else "" for s in sizes]
+        last = rows[max(rows)]
+        lines.append(
+            f"| {m} | "
+            + " | ".join(cells)
+            + f" | {last['compile_seconds']:.1f} | {last['peak_rss_mib']:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, help="one size only (default: 1, 10, 100, 1000)")
     parser.add_argument("--steps", type=int, help="step budget (default: by size)")
+    parser.add_argument("--models", help="comma list of model names, or 'all' (default nmu)")
+    parser.add_argument("--repeat", type=int, default=1, help="best of R runs per measurement")
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     parser.add_argument("--inline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inline:
-        print(json.dumps(measure(args.seeds, args.steps, args.set)), flush=True)
+        print(json.dumps(measure(args.seeds, args.steps, args.set, args.models)), flush=True)
         return
+    models = model_names(args.models)
     sizes = [args.seeds] if args.seeds else [1, 10, 100, 1000]
-    for seeds in sizes:
-        steps = args.steps or (20_000 if seeds <= 100 else 10_000)
-        cmd = [sys.executable, __file__, "--inline", "--seeds", str(seeds), "--steps", str(steps)]
-        cmd += [f"--set={s}" for s in args.set]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode:
-            sys.exit(f"size {seeds} failed:\n{out.stderr[-3000:]}")
-        print(out.stdout.strip().splitlines()[-1], flush=True)
+    records = []
+    for model in models:
+        for seeds in sizes:
+            steps = args.steps or (20_000 if seeds <= 100 else 10_000)
+            runs = [_run_one(model, seeds, steps, args.set) for _ in range(max(1, args.repeat))]
+            best = max(runs, key=lambda r: r["seed_steps_per_s"])
+            records.append(best)
+            print(json.dumps(best), flush=True)
+    if args.models is not None:
+        print(table(records), flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ Variants (comma-separated in the config string):
                recurrent baseline (lstm, gru, rnn_tanh, rnn_relu)
   op=OP        add, sub, mul, div, squared, root (the readout follows the op: ``model.readout``)
   seeds=N      number of seeds (a vmap axis)
-  steps=N      iteration budget (the spec: 100,000)
+  steps=N      iteration budget (the spec: 100,000; the reproduce protocol: 50,000)
+  protocol=P   spec (tasks.md §3 as written; the default) or reproduce (the documented
+               protocol of docs/reproductions.md "Recurrent arithmetic", below)
   smoke        a tiny run (2 seeds, 200 steps, short test sequences) for tests and CI
 
 Defaults: sequences of 10-dimensional vectors (input_size 10: 100 inputs over 1,000 steps would
@@ -15,13 +17,32 @@ make the length-1,000 test set 4 GB; with s = 0.25, o = 0.5 the subsets are [0, 
 plus a per-seed offset in 0…7), train/validation length 10, test length 1,000, hidden size 2,
 learnable zero initial state, λ̂ = 0.1 with s(t) = 1 − exp(−1e-5·t), evaluation sets of 1,000
 sequences, threshold from 100,000 simulated length-1,000 sequences.
+
+protocol=reproduce departs from the spec where the spec's model cannot pass its own length-1,000
+threshold (study: docs/reproductions.md "Recurrent arithmetic"): at the spec's λ̂ = 0.1·(1 −
+exp(−1e-5·t)) the hidden-to-hidden weights stay mixed; with a strong sparsity regulariser they
+reach exact {−1, 0, 1} structures, but Adam at a constant rate keeps the irrelevant input weights
+jittering at ~1e-4, and a 1,000-step sum turns that into an error far above the threshold
+(which tolerates ~1e-5). So: λ̂ = 10 ramped linearly over steps 0–20,000, lr LR falling linearly
+to 1e-4·LR over the second half, 50,000 steps, and test inputs from the training range U[1, 2)
+(length-only extrapolation, as stable-nalu's recurrent dataset tests). The judgement — the
+spec's threshold construction with ε = 1e-5 at the test length — is unchanged.
 """
 
-from nalu_jax.config import base_config, parse_config_arg
+from nalu_jax.config import ConfigError, base_config, parse_config_arg
+
+REPRODUCE_LR = 1e-2
 
 
 def get_config(arg=None):
-    v = parse_config_arg(arg, {"model": "nau", "op": "add", "seeds": 100, "steps": 100_000})
+    v = parse_config_arg(
+        arg, {"model": "nau", "op": "add", "seeds": 100, "steps": 0, "protocol": "spec"}
+    )
+    if v["protocol"] not in ("spec", "reproduce"):
+        raise ConfigError(
+            f"config variant protocol must be spec or reproduce, got {v['protocol']!r}."
+        )
+    reproduce = v["protocol"] == "reproduce"
     c = base_config()
     c.experiment = "recurrent"
     c.task.kind = "recurrent"
@@ -37,7 +58,7 @@ def get_config(arg=None):
     c.train.reg_scale = 0.1
     c.train.reg_schedule = "exp"
     c.num_seeds = v["seeds"]
-    c.num_steps = v["steps"]
+    c.num_steps = v["steps"] or (50_000 if reproduce else 100_000)
     c.eval_size = 1_000  # sequences per evaluation set ([1000, 1000, 10] floats at test)
     if v["smoke"]:
         c.num_seeds = 2
@@ -47,4 +68,12 @@ def get_config(arg=None):
         c.eval_size = 100
         c.task.test_length = 100
         c.task.threshold_samples = 2_000
+    if reproduce:
+        c.checkpoint_every = min(10_000, c.num_steps)
+        c.train.reg_scale = 10.0
+        c.train.reg_schedule = "linear"
+        c.train.reg_start, c.train.reg_end = 0.0, 0.4 * c.num_steps
+        c.train.lr = REPRODUCE_LR
+        c.train.lr_decay_from, c.train.lr_decay_to = 0.5 * c.num_steps, 1e-4
+        c.task.extrapolation_range = c.task.interpolation_range
     return c

@@ -162,6 +162,8 @@ def base_config():
     c.train.reg_schedule = "linear"  # or "exp": 1 − exp(−1e-5·t)
     c.train.lambda_z = 0.0
     c.train.grad_clip = none_float()  # element-wise; None: 0.1 for iNALU, else off
+    c.train.lr_decay_from = none_float()  # step where lr starts to fall linearly; None: off
+    c.train.lr_decay_to = 0.01  # lr · this at num_steps (with lr_decay_from)
     c.train.inalu_reinit = True
     c.train.npu_beta_start = none_float()
     c.train.npu_beta_end = none_float()

@@ -135,7 +135,8 @@ def median(values) -> float:
 def quantiles(values, qs=(0.0, 0.25, 0.5, 0.75, 1.0)) -> dict[float, float]:
     """``{q: quantile}`` of the non-NaN ``values [S]`` (all NaN when there are none)."""
     v = _finite_values(values)
-    return {float(q): float(np.quantile(v, q)) if v.size else math.nan for q in qs}
+    with np.errstate(invalid="ignore"):  # inf − inf while interpolating between two infs
+        return {float(q): float(np.quantile(v, q)) if v.size else math.nan for q in qs}
 
 
 def judge_seeds(steps, valid_mse, test_mse, sparsity, threshold: float, diverged=None) -> dict:

@@ -19,6 +19,36 @@ import jax.numpy as jnp
 SAMPLERS = ("hash", "threefry")
 
 
+def unroll_threefry_on_cpu() -> bool:
+    """Lower threefry2x32 on CPU unrolled, as JAX does on every other platform.
+
+    JAX lowers it on CPU as a rolled ``while`` of 5 iterations (smaller programs, faster
+    compiles); on XLA:CPU each iteration runs ~10 tiny kernels, and a training step's three
+    threefry calls (the step key's ``fold_in``, its ``split``, the sampler's two words) were a
+    quarter of the NMU's step and more of the cheaper models' (WORKSPACE "Profile: arithmetic
+    step"). Both lowerings are the same 32-bit integer arithmetic, so every random bit is
+    unchanged (``tests/test_rng.py``). Uses JAX's own unrolled lowering from a private module;
+    if that moves, nothing is changed and False is returned (only speed is lost).
+    """
+    try:
+        from functools import partial
+
+        from jax._src.random import threefry2x32 as _tf
+        from jax.extend.random import threefry2x32_p
+        from jax.interpreters import mlir
+
+        rule = mlir.lower_fun(
+            partial(_tf._threefry2x32_lowering, use_rolled_loops=False), multiple_results=True
+        )
+        mlir.register_lowering(threefry2x32_p, rule, platform="cpu")
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover - a JAX internals move
+        return False
+    return True
+
+
+UNROLLED_THREEFRY = unroll_threefry_on_cpu()
+
+
 def _mix(h):
     # lowbias32 (C. Wellons' hash-prospector): a 32-bit bijection with low bias.
     h = h ^ (h >> 16)

@@ -215,6 +215,34 @@ def make_optimizer(tr, needs: TrainingNeeds):
     return optax.chain(optax.clip(clip), adam) if clip else adam
 
 
+def lr_decay(config):
+    """``step -> factor`` of ``train.lr_decay_from`` / ``train.lr_decay_to`` (None when off).
+
+    The learning rate stays at ``lr`` until step ``lr_decay_from``, then falls linearly to
+    ``lr · lr_decay_to`` at ``num_steps``. Off (the default) leaves the update untouched.
+    Used by the recurrent task's reproduction protocol: Adam's steps at a constant rate keep
+    irrelevant NAU weights jittering at ~1e-4, which a length-1,000 sum multiplies by 1,000.
+    """
+    tr = config.get("train", {})
+    start = tr.get("lr_decay_from")
+    if start is None:
+        return None
+    end, to = float(config.num_steps), float(tr.get("lr_decay_to", 0.01))
+    if not 0 <= float(start) < end:
+        raise ConfigError(
+            f"train.lr_decay_from must be in [0, num_steps={int(end)}), got {start!r}."
+        )
+    if not 0 < to <= 1:
+        raise ConfigError(f"train.lr_decay_to must be in (0, 1], got {to!r}.")
+    start = float(start)
+
+    def factor(step):
+        frac = jnp.clip((step.astype(jnp.float32) - start) / (end - start), 0.0, 1.0)
+        return 1.0 - frac * (1.0 - to)
+
+    return factor
+
+
 def abstract_graphdef(factory):
     """The static graph of ``factory``'s model, built abstractly (no eager initialisation)."""
     return nnx.split(nnx.eval_shape(lambda: factory(nnx.Rngs(0))))[0]
@@ -230,6 +258,7 @@ def make_train(
     if tx is None:
         tx = make_optimizer(config.train, needs or TrainingNeeds())
     eval_every = int(config.eval_every)
+    lr_factor = lr_decay(config)
     split_keys = recipe.init_aux or (lambda k: (*jax.random.split(k), None))
 
     def init(seed_key) -> TrainState:
@@ -253,7 +282,8 @@ def make_train(
 
         (loss, mse), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
         direction, opt_state = tx.update(grads, state.opt_state, state.params)
-        params = jax.tree.map(lambda p, d: p - hp.lr * d, state.params, direction)
+        lr = hp.lr if lr_factor is None else hp.lr * lr_factor(state.step)
+        params = jax.tree.map(lambda p, d: p - lr * d, state.params, direction)
         model = nnx.merge(graphdef, params)
         model.project()
         params, aux = nnx.state(model), state.aux

@@ -71,3 +71,30 @@ def test_two_interval_range_with_hash_sampler():
     )
     assert np.all((x >= -6) & (x < 6)) and not np.any((x >= -2) & (x < 2))
     assert abs(np.mean(x < 0) - 0.5) < 5 * np.sqrt(0.25 / x.size)
+
+
+# Random123's known-answer vectors for threefry2x32 with 20 rounds (kat_vectors):
+# (key0, key1, counter0, counter1) -> (out0, out1).
+THREEFRY_KAT = [
+    ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
+    ((0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+    ((0x13198A2E, 0x03707344, 0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+]
+
+
+@pytest.mark.parametrize("vector", THREEFRY_KAT)
+def test_unrolled_threefry_lowering_gives_the_known_answers(vector):
+    from jax.extend.random import threefry_2x32
+
+    (k0, k1, c0, c1), expected = vector
+    key = jnp.array([k0, k1], jnp.uint32)
+    count = jnp.array([c0, c1], jnp.uint32)
+    out = jax.jit(threefry_2x32)(key, count)
+    assert [int(v) for v in np.asarray(out)] == list(expected)
+
+
+def test_threefry_runs_unrolled_on_cpu_without_a_while_loop():
+    # The step key's fold_in used to lower to a 5-iteration while loop on CPU.
+    assert rng.UNROLLED_THREEFRY
+    hlo = jax.jit(lambda k: jax.random.fold_in(k, 3)).lower(jax.random.key(0)).as_text()
+    assert "while" not in hlo

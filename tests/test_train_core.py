@@ -96,3 +96,25 @@ def test_inalu_reinitialises_stalled_seeds_per_seed():
     after = np.asarray(states.params["layers"][0]["w_hat_a"][...])
     assert not np.allclose(after, before, atol=1e-3)  # redrawn, not merely nudged
     assert not np.allclose(after[0], after[1])  # each seed draws its own parameters
+
+
+def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
+    import ml_collections
+
+    from nalu_jax.config import ConfigError, base_config
+    from nalu_jax.train import lr_decay
+
+    config = base_config()
+    assert lr_decay(config) is None  # the update is then exactly p − lr·d, as before
+    config.num_steps = 1_000
+    config.train.lr_decay_from, config.train.lr_decay_to = 600.0, 0.01
+    factor = lr_decay(config)
+    steps = jnp.array([0, 600, 800, 1_000, 5_000], jnp.int32)
+    got = np.asarray(jax.vmap(factor)(steps))
+    # hand-computed: 1 until 600, then 1 − (t − 600)/400 · 0.99
+    np.testing.assert_allclose(got, [1.0, 1.0, 0.505, 0.01, 0.01], rtol=1e-6)
+    for field, value in (("lr_decay_from", 1_000.0), ("lr_decay_from", -1.0), ("lr_decay_to", 0.0)):
+        bad = ml_collections.ConfigDict(config.to_dict())
+        bad.train[field] = value
+        with pytest.raises(ConfigError, match=f"train.{field}"):
+            lr_decay(bad)

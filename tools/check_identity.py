@@ -1,6 +1,7 @@
 """Byte-identity check: run a fixed list of configs here and at another commit, compare files.
 
     python tools/check_identity.py --against=698c75d [--keep=/tmp/identity] [--only=NAME,...]
+    python tools/check_identity.py --against=HEAD --only=models   # every model of MODELS
 
 A refactor proves itself by giving the same per-seed results as the commit before it. This
 script checks out ``--against`` into a temporary git worktree, runs every case below there and
@@ -55,6 +56,25 @@ CASES = {
 }
 
 
+def _model_cases() -> dict:
+    """``model_<name>``: the arithmetic task (×, 8 seeds, 2,000 steps) for every model of
+    ``nalu_jax.models.MODELS``; ``--only=models`` selects them all (a speed change touching
+    every model proves itself here)."""
+    sys.path.insert(0, HERE)
+    from nalu_jax.models import MODELS
+
+    return {
+        f"model_{m}": (
+            [f"--config=configs/arithmetic.py:model={m},op=mul,seeds=8,steps=2000"],
+            ("seeds.csv", "metrics.jsonl"),
+        )
+        for m in MODELS
+    }
+
+
+CASES.update(_model_cases())
+
+
 def run_case(tree: str, args: list[str], workdir: str, cache: str) -> None:
     env = dict(os.environ, PYTHONPATH=tree, NALU_JAX_CACHE=cache)
     cmd = [sys.executable, "-m", "nalu_jax.main", *args, f"--workdir={workdir}", "--progress=false"]
@@ -72,6 +92,8 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated case names (default: all)")
     opts = parser.parse_args()
     names = opts.only.split(",") if opts.only else list(CASES)
+    if "models" in names:
+        names = [n for n in names if n != "models"] + [n for n in CASES if n.startswith("model_")]
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {sorted(CASES)}")

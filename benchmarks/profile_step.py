@@ -1,0 +1,168 @@
+"""Where the arithmetic training step's time goes, per model (a benchmark, not a test).
+
+    python benchmarks/profile_step.py --models nalu,nmu        # the breakdown table
+    python benchmarks/profile_step.py --models all --seeds 50
+
+For each model of ``nalu_jax.models.MODELS`` on the standard arithmetic configuration (op mul,
+n = 100, batch 128) it times, on one CPU device with ``--seeds`` seeds (the per-device share of
+the 2-device benchmark at 100 seeds) vmapped in blocks of the config's ``seed_block`` as the
+engine runs them (``--set seed_block=N`` to change it), scans of ``--steps`` steps of nested
+parts of the step and reports µs per seed-step:
+
+  data      sampling the batch and its targets;
+  forward   + the model's forward pass, regularisers and the loss;
+  grad      + the backward pass (``value_and_grad`` of the loss);
+  step      the whole training step (+ optimiser, projection, divergence guard), the
+            ``Trainer.train`` of the experiment;
+  eval      one evaluation (both 10,000-sample sets + sparsity error), per seed, divided by
+            ``eval_every`` (its share of a step).
+
+The differences between consecutive columns are the cost of each part. Each scan is compiled
+first and timed as the best of ``--repeat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def _config(model: str):
+    spec = importlib.util.spec_from_file_location(
+        "cfg", os.path.join(ROOT, "configs/arithmetic.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_config(f"model={model},op=mul")
+
+
+def _best(fn, args, repeat):
+    import jax
+
+    jax.block_until_ready(fn(*args))  # compile
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def profile(model: str, seeds: int, steps: int, repeat: int, settings=()) -> dict:
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from nalu_jax import train
+    from nalu_jax.experiments import arithmetic as exp
+    from nalu_jax.population import blocked
+    from nalu_jax.tasks import arithmetic as task_lib
+    from nalu_jax.tasks import eval_sets
+    from nalu_jax.units import training_needs
+
+    config = _config(model)
+    for item in settings:
+        key, value = item.split("=", 1)
+        *parents, leaf = key.split(".")
+        target = config
+        for p in parents:
+            target = target[p]
+        target[leaf] = type(target[leaf])(value)
+    block = int(config.seed_block)
+    assert seeds % block == 0, "--seeds must be a multiple of seed_block"
+
+    def vmapped(fn):
+        return jax.jit(blocked(fn, block, (0,)))
+
+    task = exp.build_task(config)
+    factory, names = exp.build_model_factory(config, task)
+    recipe = exp.make_recipe(
+        config, task, factory, names,
+        input_shape=(task.input_size,),
+        target_fn=functools.partial(task_lib.target, task),
+        eval_data=eval_sets.evaluation_inputs(task, int(config.eval_size)),
+    )  # fmt: skip
+    hp = exp.build_hparams(config, names)
+    trainer = train.make_train(recipe, config, hp, training_needs(names))
+    keys = train.seed_keys(int(config.seed), jnp.arange(seeds))
+    states = jax.jit(jax.vmap(trainer.init))(keys)
+    graphdef = trainer.graphdef
+    batch = int(config.train.batch_size)
+
+    def scan_part(part):
+        def one_seed(state):
+            def body(carry, i):
+                key = jax.random.fold_in(jax.random.wrap_key_data(state.key), i)
+                data_key = jax.random.split(key)[0]
+                if part == "data":
+                    rng = task.interpolation_range
+                    x = task_lib.sample_inputs(
+                        data_key, (batch, task.input_size), rng, sampler=str(config.train.sampler)
+                    )
+                    t = task_lib.target(task, x, task_lib.subset_masks(task, state.aux.offset))
+                    return carry + jnp.sum(x[:, :1]) + jnp.sum(t), None
+
+                def loss(params):
+                    model_ = nnx.merge(graphdef, params)
+                    return recipe.loss(model_, hp, state.replace(step=i), key, trainer.train_data)
+
+                if part == "forward":
+                    return carry + loss(state.params)[0], None
+                g = jax.grad(lambda p: loss(p)[0])(state.params)
+                return carry + sum(jnp.sum(v) for v in jax.tree.leaves(g)), None
+
+            return jax.lax.scan(body, jnp.zeros(()), jnp.arange(steps))[0]
+
+        return vmapped(one_seed)
+
+    out = {"model": model, "seeds": seeds, "steps": steps, "seed_block": block}
+    for part in ("data", "forward", "grad"):
+        out[part] = _best(scan_part(part), (states,), repeat) / (seeds * steps) * 1e6
+    every = int(config.eval_every)
+    chunks = max(1, steps // every)
+
+    def run_chunks(s):
+        def body(s, _):
+            return trainer.train(s, hp, trainer.train_data)[0], None
+
+        return jax.lax.scan(body, s, None, length=chunks)[0]
+
+    out["step"] = _best(vmapped(run_chunks), (states,), repeat) / (seeds * chunks * every) * 1e6
+    ev = vmapped(lambda s: trainer.evaluate(s, hp, trainer.eval_data)[1])
+    out["eval"] = _best(ev, (states,), repeat) / (seeds * every) * 1e6
+    out["total"] = out["step"] + out["eval"]
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="nmu,nalu", help="comma list or 'all'")
+    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--set", action="append", default=[], help="config override k=v")
+    args = parser.parse_args()
+    from nalu_jax.models import MODELS
+
+    models = list(MODELS) if args.models == "all" else args.models.split(",")
+    rows = []
+    for m in models:
+        rows.append(profile(m, args.seeds, args.steps, args.repeat, args.set))
+        print(json.dumps(rows[-1]), flush=True)
+    cols = ("data", "forward", "grad", "step", "eval", "total")
+    print("| model | " + " | ".join(f"{c} µs" for c in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for r in rows:
+        print(f"| {r['model']} | " + " | ".join(f"{r[c]:.2f}" for c in cols) + " |")
+
+
+if __name__ == "__main__":
+    main()
