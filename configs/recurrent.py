@@ -23,15 +23,17 @@ threshold (study: docs/reproductions.md "Recurrent arithmetic"): at the spec's �
 exp(−1e-5·t)) the hidden-to-hidden weights stay mixed; with a strong sparsity regulariser they
 reach exact {−1, 0, 1} structures, but Adam at a constant rate keeps the irrelevant input weights
 jittering at ~1e-4, and a 1,000-step sum turns that into an error far above the threshold
-(which tolerates ~1e-5). So: λ̂ = 10 ramped linearly over steps 0–20,000, lr LR falling linearly
-to 1e-4·LR over the second half, 50,000 steps, and test inputs from the training range U[1, 2)
+(which tolerates ~1e-5). So: λ̂ = 10 ramped linearly over steps 0–20,000, lr 1e-3 falling linearly
+to 1e-7 over the second half, 50,000 steps, and test inputs from the training range U[1, 2)
 (length-only extrapolation, as stable-nalu's recurrent dataset tests). The judgement — the
-spec's threshold construction with ε = 1e-5 at the test length — is unchanged.
+spec's threshold construction with ε = 1e-5 at the test length — is unchanged. Measured: NAU
+7/16 solved at length 1,000 (LSTM 0/16); the other NAU seeds lock into a wrong exact structure
+(one step of delay; docs/reproductions.md), so the issue's "majority" is not reached.
 """
 
 from nalu_jax.config import ConfigError, base_config, parse_config_arg
 
-REPRODUCE_LR = 1e-2
+REPRODUCE_LR = 1e-3
 
 
 def get_config(arg=None):
