@@ -27,8 +27,8 @@ jittering at ~1e-4, and a 1,000-step sum turns that into an error far above the 
 to 1e-7 over the second half, 50,000 steps, and test inputs from the training range U[1, 2)
 (length-only extrapolation, as stable-nalu's recurrent dataset tests). The judgement — the
 spec's threshold construction with ε = 1e-5 at the test length — is unchanged. Measured: NAU
-7/16 solved at length 1,000 (LSTM 0/16); the other NAU seeds lock into a wrong exact structure
-(one step of delay; docs/reproductions.md), so the issue's "majority" is not reached.
+6/16 solved at length 1,000 (7/16 as a swept setting; LSTM 0/16, NAC₊ 0/16); the other NAU
+seeds lock into a wrong exact structure (one step of delay; docs/reproductions.md).
 """
 
 from nalu_jax.config import ConfigError, base_config, parse_config_arg
