@@ -80,6 +80,13 @@ class Checkpointer:
                 active_processes={process},
                 barrier_sync_key_prefix=f"process_{process}",
             )
+            # Orbax's asynchronous directory creation signals through coordination-service
+            # keys ("awaitable_signals_contract_<op id>/…") that carry no prefix: two
+            # processes' independent managers share and delete each other's keys, and one
+            # then waits out the 5-minute timeout (seen once in CI, the two-task slurm test).
+            extra["async_options"] = ocp.options.AsyncOptions(
+                create_directories_asynchronously=False
+            )
         self._options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, **extra)
         self._manager = ocp.CheckpointManager(self.directory, options=self._options)
 
