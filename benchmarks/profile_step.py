@@ -25,23 +25,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
-import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from throughput import ROOT, arithmetic_config  # the benchmark's config and --set overrides
+
 sys.path.insert(0, ROOT)
-
-
-def _config(model: str):
-    spec = importlib.util.spec_from_file_location(
-        "cfg", os.path.join(ROOT, "configs/arithmetic.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(f"model={model},op=mul")
 
 
 def _best(fn, args, repeat):
@@ -68,14 +58,7 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=()) -> dic
     from nalu_jax.tasks import eval_sets
     from nalu_jax.units import training_needs
 
-    config = _config(model)
-    for item in settings:
-        key, value = item.split("=", 1)
-        *parents, leaf = key.split(".")
-        target = config
-        for p in parents:
-            target = target[p]
-        target[leaf] = type(target[leaf])(value)
+    config = arithmetic_config(model, settings)
     block = int(config.seed_block)
     assert seeds % block == 0, "--seeds must be a multiple of seed_block"
 

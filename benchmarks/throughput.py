@@ -28,6 +28,27 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def arithmetic_config(model: str, settings=()):
+    """``configs/arithmetic.py:model=M,op=mul`` with ``--set field=value`` overrides applied
+    (e.g. ``seed_block=64``; a field whose default is None takes a float)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "cfg", os.path.join(ROOT, "configs/arithmetic.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config(f"model={model},op=mul")
+    for item in settings:
+        key, value = item.split("=", 1)
+        target = config
+        *parents, leaf = key.split(".")
+        for p in parents:
+            target = target[p]
+        target[leaf] = type(target[leaf])(value) if target[leaf] is not None else float(value)
+    return config
+
+
 def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dict:
     """Train ``seeds`` seeds for ``steps`` steps in this process; the JSON record."""
     sys.path.insert(0, ROOT)
@@ -41,24 +62,10 @@ def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dic
     from nalu_jax.experiments import train_and_evaluate
 
     logging.set_verbosity(logging.WARNING)
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "cfg", os.path.join(ROOT, "configs/arithmetic.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config(f"model={model},op=mul")
+    config = arithmetic_config(model, extra)
     config.num_seeds = seeds
     config.num_steps = steps
     config.checkpoint_every = steps
-    for item in extra:  # --set field=value, e.g. seed_block=64
-        key, value = item.split("=", 1)
-        target = config
-        *parents, leaf = key.split(".")
-        for p in parents:
-            target = target[p]
-        target[leaf] = type(target[leaf])(value) if target[leaf] is not None else float(value)
     with tempfile.TemporaryDirectory() as workdir:
         summary = train_and_evaluate(config, workdir, progress=False)
     loop_s = summary["wall_time_s"] - summary["compile_time_s"]
