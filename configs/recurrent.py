@@ -57,6 +57,7 @@ def get_config(arg=None):
     c.model.hidden_size = 2
     c.model.readout = "auto"  # "auto" (by op), "same" (the cell's unit) or a unit name
     c.model.learn_initial_state = True
+    c.model.regularize_readout = True  # False: the readout's regularisers stay out of the loss
     c.train.reg_scale = 0.1
     c.train.reg_schedule = "exp"
     c.num_seeds = v["seeds"]

@@ -7,11 +7,21 @@ Models change shapes, so each model is its own compiled program (seeds, and any
 ``config.sweep``, are vmap axes within it). Every model gets ``WORKDIR/MODEL`` with the
 usual outputs (and resumes there); ``WORKDIR/comparison.md`` holds the combined table.
 Flags as for ``nalu_jax.main`` (``--config.FIELD=VALUE`` overrides apply to every model).
+
+Sequence experiments get ``WORKDIR/comparison.png`` too: success rate against test length per
+model with Wilson intervals (sequential MNIST), or per model (number translation). Sequential
+MNIST's reference ("solved accumulator") population depends on the config but not on the
+model, so it trains once: the first model's ``reference.json`` is kept as
+``WORKDIR/reference.json`` and copied into every other model's directory.
+
+    python launch/compare_models.py --config=configs/sequential_mnist.py:task=product \
+        --models=nmu,nac_mul,nalu,lstm --workdir=runs/smnist_product
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,6 +42,18 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Parent directory: one subdirect
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per model.")
 
 
+def _share_reference(parent: str, workdir: str, *, before: bool) -> None:
+    """Before a model's run, copy ``parent/reference.json`` in (when the model has none);
+    after it, keep the model's as ``parent/reference.json`` (when the parent has none)."""
+    shared, own = os.path.join(parent, "reference.json"), os.path.join(workdir, "reference.json")
+    src, dst = (shared, own) if before else (own, shared)
+    if os.path.exists(src) and not os.path.exists(dst):
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        tmp = dst + ".tmp"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)  # atomic: a crash never leaves a partial reference
+
+
 def main(argv) -> None:
     if len(argv) > 1:
         fail(f"unexpected positional arguments {argv[1:]}.")
@@ -50,12 +72,16 @@ def main(argv) -> None:
         with cli.reported_errors():
             experiment = EXPERIMENTS[config.get("experiment", "arithmetic")]
             workdir = os.path.join(_WORKDIR.value, model)
+            _share_reference(_WORKDIR.value, workdir, before=True)
             summary = run(experiment, config, workdir, progress=_PROGRESS.value)
+            _share_reference(_WORKDIR.value, workdir, before=False)
         rows.extend(summary["settings"] if "settings" in summary else [summary])
         for r in rows[-len(summary.get("settings", [summary])) :]:
             r["setting"] = f"{model} {r.get('setting') or ''}".strip()
-    table = report.combined_markdown(rows)
+    table, png = report.comparison(rows)
     report.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
+    if png is not None:
+        report.atomic_write(os.path.join(_WORKDIR.value, "comparison.png"), png)
     print(table)
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 

@@ -95,11 +95,15 @@ class ArithmeticNetwork(nnx.Module):
 
 
 class RecurrentNetwork(nnx.Module):
-    """A cell unrolled over ``xs [batch, T, in]`` and a readout unit on its last output."""
+    """A cell unrolled over ``xs [batch, T, in]`` and a readout unit on its last output.
 
-    def __init__(self, cell, readout):
+    ``regularize_readout=False`` leaves the readout's regularisers out of the loss (the cell's
+    stay); the readout is still projected and counted in the sparsity error."""
+
+    def __init__(self, cell, readout, *, regularize_readout: bool = True):
         self.cell = cell
         self.readout = readout
+        self.regularize_readout = regularize_readout
 
     def __call__(self, xs, *, training: bool = False, key=None):
         return self.apply_with_regularizers(xs, training=training, key=key)[0]
@@ -110,8 +114,9 @@ class RecurrentNetwork(nnx.Module):
         # Only the last output is needed: the length-1,000 evaluation stays O(batch·hidden).
         h, _, cell_regs = final_output(self.cell, xs, training=training, key=cell_key)
         regs = {k: cell_regs.get(k, jnp.zeros((), jnp.float32)) for k in REG_KEYS}
-        for n, v in self.readout.regularizers(h).items():
-            regs[n] = regs[n] + v
+        if self.regularize_readout:
+            for n, v in self.readout.regularizers(h).items():
+                regs[n] = regs[n] + v
         return self.readout(h, training=training, key=out_key), regs
 
     def project(self) -> None:

@@ -325,3 +325,98 @@ def settings_markdown(summary: dict, one) -> str:
         f"## setting {h:03d}: {s['setting'] or '(default)'}\n\n{one(s)}"
         for h, s in enumerate(summary["settings"])
     )
+
+
+def _solved_cell(g: dict, num_seeds: int) -> str:
+    if "success_rate" not in g:
+        return "n/a"
+    return f"{g['solved']}/{num_seeds} {success_cell(g)}"
+
+
+def per_length_markdown(summaries: list) -> str:
+    """Sequence experiments (``per_length`` groups): one row per test length, per model its
+    success (solved/seeds, rate, Wilson 95% interval) and median last-step MSE."""
+    lengths = [g["length"] for g in summaries[0]["per_length"]]
+    names = [s["setting"] for s in summaries]
+    head = "| length | threshold | " + " | ".join(
+        f"{n}: success [95% CI] | {n}: MSE (median)" for n in names
+    )
+    lines = [head + " |", "|" + "---|" * (2 + 2 * len(names))]
+    for j, n in enumerate(lengths):
+        cells = [str(n), fmt(summaries[0]["per_length"][j].get("threshold"))]
+        for s in summaries:
+            g = s["per_length"][j]
+            cells += [_solved_cell(g, s["num_seeds"]), fmt(g.get("mse_last_median"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    s0 = summaries[0]
+    seeds = ", ".join(f"{s['setting']} {s['num_seeds']}" for s in summaries)
+    lines.append(
+        f"\n{s0.get('task', '')} task, train length {s0.get('train_length', '?')}; "
+        f"{s0['num_steps']} steps; seeds: {seeds}. Success: last-step MSE below the "
+        "solved-accumulator threshold at that length; Wilson 95% intervals.\n"
+    )
+    return "\n".join(lines)
+
+
+def splits_markdown(summaries: list) -> str:
+    """Experiments judged per split (number translation): one row per model."""
+    cols = ["model", "test success [95% CI]", "test exact-match acc (mean)", "test MSE (median)"]
+    has_mae = "mae_mean" in next(g for g in summaries[0]["splits"] if g["split"] == "test")
+    if has_mae:
+        cols.append("test MAE (mean)")
+    cols += ["valid acc (mean)", "diverged", "wall time"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for s in summaries:
+        g = {x["split"]: x for x in s["splits"]}
+        cells = [
+            s["setting"],
+            _solved_cell(g["test"], s["num_seeds"]),
+            fmt(g["test"]["acc_mean"], True),
+            fmt(g["test"]["mse_median"]),
+        ]
+        if has_mae:
+            cells.append(fmt(g["test"].get("mae_mean")))
+        cells += [
+            fmt(g["valid"]["acc_mean"], True),
+            str(s["diverged"]),
+            f"{s['wall_time_s']:.0f} s",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append(
+        f"\n{summaries[0]['num_steps']} steps; each seed at its lowest-validation-MSE evaluation; "
+        "solved: test exact-match accuracy ≥ "
+        f"{fmt(summaries[0].get('success_accuracy'), True)}; Wilson 95% intervals.\n"
+    )
+    return "\n".join(lines)
+
+
+def comparison(summaries: list) -> tuple[str, bytes | None]:
+    """The combined table of several runs (``summary["setting"]`` names each) and, for the
+    sequence experiments, its figure: success against test length per model (Wilson bars) and
+    the median MSE (per-length experiments), or per model (split experiments)."""
+    if all("per_length" in s for s in summaries):
+        lengths = [g["length"] for g in summaries[0]["per_length"]]
+        series, mse = {}, {}
+        for s in summaries:
+            groups = s["per_length"]
+            if "success_rate" in groups[0]:
+                lo_hi = list(zip(*(g["success_interval"] for g in groups), strict=True))
+                series[s["setting"]] = ([g["success_rate"] for g in groups], lo_hi)
+            mse[s["setting"]] = [g["mse_last_median"] for g in groups]
+        if summaries[0]["per_length"][0].get("threshold") is not None:
+            mse["threshold"] = [g["threshold"] for g in summaries[0]["per_length"]]
+        scale = "log" if max(lengths) / max(min(lengths), 1) >= 50 else "linear"
+        png = plots.group_plot(lengths, series, xlabel="sequence length", x_scale=scale, mse=mse)
+        return per_length_markdown(summaries), png
+    if all("splits" in s for s in summaries):
+        names = [s["setting"] for s in summaries]
+        tests = [{g["split"]: g for g in s["splits"]}["test"] for s in summaries]
+        lo_hi = list(zip(*(g["success_interval"] for g in tests), strict=True))
+        series = {
+            "test success rate": ([g["success_rate"] for g in tests], lo_hi),
+            "test exact-match accuracy (mean)": ([g["acc_mean"] for g in tests], None),
+        }
+        mse = {"test MSE (median)": [g["mse_median"] for g in tests]}
+        png = plots.group_plot(names, series, xlabel="model", x_scale="category", mse=mse)
+        return splits_markdown(summaries), png
+    return combined_markdown(summaries), None

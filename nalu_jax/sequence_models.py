@@ -1,5 +1,6 @@
 """Models of the recurrent experiments: the digit CNN with an accumulating cell (tasks.md §4) and
-the embedding → LSTM → arithmetic output cell of number translation (tasks.md §5).
+the embedding → LSTM → arithmetic output of number translation (tasks.md §5): a recurrent
+output cell (the spec's set-up) or a static unit on the last token (the NALU authors' set-up).
 
 Both are ``nnx.Module``s whose state is parameters only, so the training core can
 ``nnx.split`` them once and ``jax.vmap`` the parameters over seeds.
@@ -13,10 +14,13 @@ from flax import nnx
 
 from nalu_jax import conv
 from nalu_jax.tasks import digits as digits_lib
+from nalu_jax.units import make_unit
 from nalu_jax.units._base import float_dtype
 from nalu_jax.units.recurrent import LOG_SPACE_UNITS, RECURRENT_BASELINES, make_cell, unroll
 
 SOLVED_ACCUMULATOR = "solved_accumulator"
+#: NumberTranslationModel's outputs: a recurrent output cell, or a static head on the last token
+TRANSLATION_OUTPUTS = ("recurrent", "last")
 
 
 def cnn_padding(image_shape, padding: str = "auto") -> str:
@@ -119,13 +123,52 @@ class SequentialDigitsModel(nnx.Module):
         return self.cell.sparsity_error()
 
 
+def make_head(
+    name: str,
+    in_features: int,
+    out_features: int = 1,
+    *,
+    rngs,
+    unit_options=None,
+    learn_initial_state=False,
+    log_space=False,
+):
+    """A static output layer ``in → out`` by the name of a cell: the unit ``name`` (``UNITS``,
+    built by ``make_unit`` with ``unit_options``), or for a recurrent baseline
+    (``RECURRENT_BASELINES``) the plain ``linear`` unit y = xW + b (an LSTM + linear output).
+
+    ``learn_initial_state`` and ``log_space`` (``cell_options``' recurrent-only options) must be
+    off: a static layer has no state.
+    """
+    for option, value in (("learn_initial_state", learn_initial_state), ("log_space", log_space)):
+        if value:
+            raise ValueError(f"{option} applies only to a recurrent output cell, got {value!r}.")
+    if name in RECURRENT_BASELINES:
+        return make_unit("linear", in_features, out_features, rngs=rngs)
+    return make_unit(name, in_features, out_features, rngs=rngs, **dict(unit_options or {}))
+
+
+def last_token_index(tokens):
+    """tokens ``[B, T]`` → ``[B]`` int: the position of each row's last non-pad (id ≠ 0) token,
+    0 for an all-pad row. Number rows are padded at the end (``tasks.translation.encode``)."""
+    positions = jnp.arange(tokens.shape[1], dtype=jnp.int32)
+    return jnp.max(jnp.where(tokens != 0, positions, 0), axis=1)
+
+
 class NumberTranslationModel(nnx.Module):
-    """tokens ``[B, T]`` → embedding ``[B, T, E]`` → LSTM ``[B, T, H]`` → output cell h_t =
-    Cell(concat(lstm_t, h_{t−1})) ``[B, T, 1]``; the value is the last state. Pad tokens (id 0)
-    keep the previous output state (as in the NAU paper's code), so padding never counts.
+    """tokens ``[B, T]`` → embedding ``[B, T, E]`` → LSTM ``[B, T, H]`` → the value ``[B]``.
+
+    ``output="recurrent"`` (the spec's set-up): an output cell h_t = Cell(concat(lstm_t,
+    h_{t−1})) ``[B, T, 1]``, ``self.cell`` (``make_cell(cell, H, 1)``); the value is the last
+    state. Pad tokens (id 0) keep the previous output state (as in the NAU paper's code), so
+    padding never counts.
+
+    ``output="last"`` (the NALU authors' set-up): a static layer ``H → 1``, ``self.head``
+    (``make_head``: the unit ``cell``, or a linear layer for a recurrent baseline), applied to
+    the LSTM output at each sequence's last non-pad token (``last_token_index``).
 
     The LSTM's outputs lie in (−1, 1); ``readout=True`` adds a dense ``H → H`` layer after it
-    so that the cell's inputs are unbounded (off by default: the NAU paper's model).
+    so that the output's inputs are unbounded (off by default: the NAU paper's model).
     """
 
     def __init__(
@@ -137,18 +180,36 @@ class NumberTranslationModel(nnx.Module):
         embedding_size=2,
         hidden_size=2,
         readout=False,
+        output="recurrent",
         **options,
     ):
+        if output not in TRANSLATION_OUTPUTS:
+            raise ValueError(f"output must be one of {list(TRANSLATION_OUTPUTS)}, got {output!r}.")
+        self.output = output
         self.embedding = nnx.Embed(vocab_size, embedding_size, rngs=rngs)
         self.lstm = make_cell("lstm", embedding_size, hidden_size, rngs=rngs)
         self.readout = nnx.Linear(hidden_size, hidden_size, rngs=rngs) if readout else None
-        self.cell = make_cell(cell, hidden_size, 1, rngs=rngs, **options)
+        if output == "recurrent":
+            self.cell = make_cell(cell, hidden_size, 1, rngs=rngs, **options)
+        else:
+            self.head = make_head(cell, hidden_size, 1, rngs=rngs, **options)
 
-    def __call__(self, tokens, *, training=False, key=None):
-        """tokens ``[B, T]`` int → (value ``[B]``, regularisers averaged over T)."""
+    def features(self, tokens):
+        """tokens ``[B, T]`` → the LSTM outputs (after ``readout``) ``[B, T, H]``."""
         features, _, _ = unroll(self.lstm, self.embedding(tokens))
         if self.readout is not None:
             features = self.readout(features)
+        return features
+
+    def __call__(self, tokens, *, training=False, key=None):
+        """tokens ``[B, T]`` int → (value ``[B]``, regularisers: the cell's averaged over T, or
+        the head's on its input batch)."""
+        features = self.features(tokens)
+        if self.output == "last":
+            h = jnp.take_along_axis(features, last_token_index(tokens)[:, None, None], axis=1)
+            h = h[:, 0]
+            regs = self.head.regularizers(h, training=training, key=key)
+            return self.head(h, training=training, key=key)[:, 0], dict(regs)
         keep = (tokens == 0)[..., None]
 
         def step(carry, inp):
@@ -170,8 +231,11 @@ class NumberTranslationModel(nnx.Module):
         (_, value), regs = jax.lax.scan(step, init, xs)
         return value[:, 0], {k: jnp.mean(v) for k, v in regs.items()}
 
+    def _output_layer(self):
+        return self.head if self.output == "last" else self.cell
+
     def project(self) -> None:
-        self.cell.project()
+        self._output_layer().project()
 
     def sparsity_error(self):
-        return self.cell.sparsity_error()
+        return self._output_layer().sparsity_error()

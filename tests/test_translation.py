@@ -87,7 +87,10 @@ def test_smoke_run_resumes_and_writes_outputs(tmp_path, monkeypatch):
     assert [x["step"] for x in lines] == [0, 10, 20] and "test_acc" in lines[0]
     rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
     assert [r["seed"] for r in rows] == ["0", "1"]
-    assert {"solved", "best_step", "test_mse", "test_acc", "diverged"} <= set(rows[0])
+    assert {"solved", "best_step", "test_mse", "test_mae", "test_acc", "diverged"} <= set(rows[0])
+    for r in rows:  # √(MSE/n) ≤ MAE ≤ √MSE (Cauchy–Schwarz and Jensen) over the 630 test numbers
+        mse, mae = float(r["test_mse"]), float(r["test_mae"])
+        assert np.sqrt(mse / 630) * (1 - 1e-5) <= mae <= np.sqrt(mse) * (1 + 1e-5)
     assert json.load(open(tmp_path / "summary.json"))["model"] == "nau"
     assert "| test |" in open(tmp_path / "summary.md").read()
     assert open(tmp_path / "curves.png", "rb").read(4) == b"\x89PNG"
@@ -96,3 +99,83 @@ def test_smoke_run_resumes_and_writes_outputs(tmp_path, monkeypatch):
     config.model.name = "nosuchunit"
     with pytest.raises(ConfigError, match="model.name must be one of"):
         train_and_evaluate(config, str(tmp_path), progress=False)
+
+
+def test_authors_setup_config():
+    config = load_config("number_translation", "setup=authors")
+    assert config.model.embedding_size == 256 and config.model.hidden_size == 10
+    assert config.model.output == "last"
+    spec = load_config("number_translation")  # the default stays the spec's small set-up
+    assert (spec.model.embedding_size, spec.model.hidden_size) == (2, 2)
+    assert spec.model.output == "recurrent"
+    assert load_config("number_translation", "setup=spec").to_dict() == spec.to_dict()
+
+
+def _lstm_by_hand(model, tokens):
+    """The LSTM outputs ``[B, T, H]`` stepped in a Python loop over the raw nnx.LSTMCell."""
+    x = model.embedding(tokens)
+    h = jnp.zeros((tokens.shape[0], model.lstm.hidden_size))
+    carry, outs = (h, h), []
+    for t in range(tokens.shape[1]):
+        carry, y = model.lstm.core(carry, x[:, t])
+        outs.append(y)
+    return np.stack([np.asarray(y) for y in outs], axis=1)
+
+
+@pytest.mark.parametrize("name", ["nau", "nalu", "lstm"])
+def test_last_output_is_the_head_on_the_last_real_token(name):
+    numbers = [7, 21, 300, 105, 234, 40]  # 1, 2, 2, 4, 5, 1 words: pads at the end
+    lengths = [len(tr.words(n)) for n in numbers]
+    tokens = jnp.asarray(tr.dataset(numbers)[0])
+    assert sorted(set(lengths)) == [1, 2, 4, 5]
+    model = NumberTranslationModel(
+        len(tr.VOCAB), name, rngs=nnx.Rngs(3), embedding_size=8, hidden_size=4, output="last"
+    )
+    assert not hasattr(model, "cell")
+    features = _lstm_by_hand(model, tokens)
+    last = features[np.arange(len(numbers)), np.asarray(lengths) - 1]  # [B, H]
+    value, regs = model(tokens)
+    assert value.shape == (len(numbers),)
+    if name == "nau":  # y = h W, W clamped to [-1, 1]
+        expected = last @ np.clip(np.asarray(model.head.w[...]), -1, 1)
+        assert set(regs) == {"sparse", "z"}
+        assert np.isfinite(model.sparsity_error())
+    elif name == "lstm":  # the LSTM baseline: a plain linear layer y = h W + b
+        expected = last @ np.asarray(model.head.w[...]) + np.asarray(model.head.b[...])
+        assert regs == {} and np.isnan(model.sparsity_error())
+    else:
+        expected = np.asarray(model.head(jnp.asarray(last)))
+        assert np.isfinite(model.sparsity_error())
+    np.testing.assert_allclose(value, expected[:, 0], rtol=1e-5, atol=1e-6)
+    # Pads after the last word change nothing: the one-word rows alone give the same value.
+    short = np.asarray(model(tokens[:, :1])[0])
+    np.testing.assert_allclose(short[[0, 5]], np.asarray(value)[[0, 5]], rtol=1e-6)
+    model.project()  # the head's projection runs (NAU: W clamped to [-1, 1])
+
+
+def test_authors_setup_smoke_run(tmp_path):
+    config = load_config("number_translation", "setup=authors,smoke")
+    config.num_steps, config.eval_every, config.checkpoint_every = 100, 50, 100
+    summary = train_and_evaluate(config, str(tmp_path), progress=False)
+    assert summary["output"] == "last" and summary["num_seeds"] == 2
+    assert "nau layer on the last token" in open(tmp_path / "summary.md").read()
+    rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
+    assert [r["seed"] for r in rows] == ["0", "1"]
+    for row in rows:
+        for key in ("valid_mse", "valid_acc", "test_mse", "test_acc"):
+            assert np.isfinite(float(row[key])), (key, row)
+        assert row["diverged"] == "0"
+    for group in summary["splits"]:
+        assert np.isfinite(group["mse_mean"]) and np.isfinite(group["acc_mean"])
+
+
+def test_bad_setup_or_output_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match=r"setup must be one of \['spec', 'authors'\]"):
+        load_config("number_translation", "setup=paper")
+    config = load_config("number_translation", "setup=authors,smoke")
+    config.model.output = "first"
+    with pytest.raises(ConfigError, match=r"model.output must be one of \['recurrent', 'last'\]"):
+        train_and_evaluate(config, str(tmp_path / "a"), progress=False)
+    config.model.output, config.model.learn_initial_state = "last", True
+    with pytest.raises(ConfigError, match="model.learn_initial_state applies only to"):
+        train_and_evaluate(config, str(tmp_path / "b"), progress=False)

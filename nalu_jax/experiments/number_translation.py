@@ -1,11 +1,14 @@
 """Number translation (tasks.md §5): "two hundred and thirty four" → 234, many seeds at once.
 
-Model (``nalu_jax.sequence_models.NumberTranslationModel``): token embedding → LSTM → a
-recurrent arithmetic output cell h_t = Cell(concat(lstm_t, h_{t−1})) (1 output, state 0, pad
-tokens skipped); the value is the final h. Trained on batches drawn from the 169 training
-numbers; evaluated on the 200 validation and 630 test numbers. Each seed is judged at its
-evaluation with the lowest validation MSE: test MSE and exact-match accuracy (round(y) == n)
-there; a seed is solved when that accuracy reaches ``success_accuracy`` (default: all 630).
+Model (``nalu_jax.sequence_models.NumberTranslationModel``): token embedding → LSTM → with
+``model.output = "recurrent"`` (the spec's set-up) a recurrent arithmetic output cell h_t =
+Cell(concat(lstm_t, h_{t−1})) (1 output, state 0, pad tokens skipped) whose final h is the
+value, or with ``"last"`` (the NALU authors' set-up, ``setup=authors``) a static unit ``H → 1``
+(a linear layer for the recurrent baselines) on the LSTM output at the last non-pad token.
+Trained on batches drawn from the 169 training numbers; evaluated on the 200 validation and
+630 test numbers. Each seed is judged at its evaluation with the lowest validation MSE: test
+MSE and exact-match accuracy (round(y) == n) there; a seed is solved when that accuracy
+reaches ``success_accuracy`` (default: all 630).
 
 Writes ``config.json``, ``metrics.jsonl``, ``seeds.csv``, ``summary.json``/``summary.md`` and
 ``curves.png``; checkpoints in ``checkpoints/`` make a re-run of the same command resume.
@@ -25,13 +28,13 @@ from nalu_jax import report as rep
 from nalu_jax.config import ConfigError, validate_common
 from nalu_jax.experiments import _sequence
 from nalu_jax.run import Outcome, Population
-from nalu_jax.sequence_models import NumberTranslationModel, cell_options
+from nalu_jax.sequence_models import TRANSLATION_OUTPUTS, NumberTranslationModel, cell_options
 from nalu_jax.tasks import translation as tr_lib
 from nalu_jax.units import UNITS
 from nalu_jax.units.recurrent import RECURRENT_BASELINES
 
 SPLITS = ("valid", "test")
-FIELDS = ("mse", "acc")
+FIELDS = ("mse", "mae", "acc")
 SWEEPABLE = _sequence.SWEEPABLE
 
 
@@ -45,19 +48,43 @@ def validate(config) -> None:
     names = sorted(UNITS) + list(RECURRENT_BASELINES)
     if m.name not in names:
         raise ConfigError(f"model.name must be one of {names}, got {m.name!r}.")
+    output = output_of(config)
+    if output not in TRANSLATION_OUTPUTS:
+        raise ConfigError(
+            f"model.output must be one of {list(TRANSLATION_OUTPUTS)}, got {output!r}."
+        )
+    if output == "last":
+        for field, value in (
+            ("learn_initial_state", m.learn_initial_state),
+            ("log_space", m.log_space),
+        ):
+            if value not in (False, "auto"):
+                raise ConfigError(
+                    f"model.{field} applies only to model.output='recurrent' (a recurrent "
+                    f"output cell), got {value!r} with model.output='last'."
+                )
     if not 0.0 <= config.success_accuracy <= 1.0:
         raise ConfigError(f"success_accuracy must be in [0, 1], got {config.success_accuracy!r}.")
+
+
+def output_of(config) -> str:
+    """``model.output``; "recurrent" for configs written before the field existed."""
+    return config.model.get("output", "recurrent")
 
 
 def make_trainer(config) -> train.Trainer:
     """The per-seed ``Trainer`` of ``config``."""
     m = config.model
-    options = cell_options(
-        m.name,
-        log_space=m.log_space,
-        learn_initial_state=m.learn_initial_state,
-        unit_options=dict(m.unit_options),
-    )
+    output = output_of(config)
+    if output == "recurrent":
+        options = cell_options(
+            m.name,
+            log_space=m.log_space,
+            learn_initial_state=m.learn_initial_state,
+            unit_options=dict(m.unit_options),
+        )
+    else:  # a static head: only the unit's own options apply (none for the linear head)
+        options = {} if m.name in RECURRENT_BASELINES else {"unit_options": dict(m.unit_options)}
 
     def factory(rngs):
         return NumberTranslationModel(
@@ -67,6 +94,7 @@ def make_trainer(config) -> train.Trainer:
             embedding_size=m.embedding_size,
             hidden_size=m.hidden_size,
             readout=m.readout,
+            output=output,
             **options,
         )
 
@@ -85,6 +113,7 @@ def make_trainer(config) -> train.Trainer:
             tokens, values = data[split]
             y, _ = model(tokens)
             out[f"{split}_mse"] = jnp.mean((y - values) ** 2)
+            out[f"{split}_mae"] = jnp.mean(jnp.abs(y - values))
             out[f"{split}_acc"] = jnp.mean((jnp.round(y) == values).astype(jnp.float32))
         return state.aux, out
 
@@ -140,6 +169,7 @@ def write_results(workdir, config, outcome: Outcome) -> dict:
         splits.append({"split": split, **group})
     summary = {
         **_sequence.run_fields(config, seeds, merged),
+        "output": output_of(config),
         "success_accuracy": float(config.success_accuracy),
         "splits": splits,
     }
@@ -168,20 +198,33 @@ def format_summary(summary: dict) -> str:
     if "settings" in summary:
         return rep.settings_markdown(summary, format_summary)
     s = summary
+    if s.get("output", "recurrent") == "last":
+        head = "linear" if s["model"] in RECURRENT_BASELINES else s["model"]
+        model = f"embedding → LSTM → {head} layer on the last token"
+    else:
+        model = f"embedding → LSTM → {s['model']} output cell"
     header = [
-        ("model", f"embedding → LSTM → {s['model']} output cell"),
+        ("model", model),
         ("seeds", f"{s['num_seeds']} (first {s['first_seed']}, root {s['root_seed']})"),
         ("steps", s["num_steps"]),
         ("diverged", s["diverged"]),
         ("wall time", f"{s['wall_time_s']:.1f} s (compile {s['compile_time_s']:.1f} s)"),
     ]
-    columns = ["split", "success rate [95% CI]", "MSE (mean)", "MSE (median)", "accuracy (mean)"]
+    columns = [
+        "split",
+        "success rate [95% CI]",
+        "MSE (mean)",
+        "MSE (median)",
+        "MAE (mean)",
+        "accuracy (mean)",
+    ]
     rows = [
         [
             g["split"],
             rep.success_cell(g),
             rep.fmt(g["mse_mean"]),
             rep.fmt(g["mse_median"]),
+            rep.fmt(g.get("mae_mean")),
             rep.fmt(g["acc_mean"], True),
         ]
         for g in s["splits"]

@@ -95,10 +95,12 @@ def build_factory(config, task):
             log_space=name in LOG_SPACE_UNITS, unit_options=dict(config.model.layer1_options)
         )
     out_options = dict(config.model.layer2_options)
+    regularize_readout = bool(config.model.get("regularize_readout", True))
 
     def factory(rngs):
         cell = make_cell(name, task.input_size, hidden, rngs=rngs, **cell_options)
-        return RecurrentNetwork(cell, make_unit(readout, hidden, 1, rngs=rngs, **out_options))
+        out = make_unit(readout, hidden, 1, rngs=rngs, **out_options)
+        return RecurrentNetwork(cell, out, regularize_readout=regularize_readout)
 
     try:
         factory(nnx.Rngs(0))  # fail early, with the config's field names

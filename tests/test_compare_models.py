@@ -1,0 +1,121 @@
+"""launch/compare_models.py on the sequence experiments: one reference population shared by
+every model, the per-length comparison table and its figure."""
+
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+from nalu_jax import report
+
+TINY = [
+    "--config.num_steps=20",
+    "--config.eval_every=10",
+    "--config.checkpoint_every=10",
+    "--config.train.batch_size=4",
+    "--config.task.train_length=3",
+    "--config.task.test_lengths=(1,3,5)",
+    "--config.task.eval_sequences=8",
+]
+
+
+def _run(script, *args):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    cmd = [sys.executable, *script, "--noprogress", *args]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+def test_sequential_mnist_comparison_shares_one_reference(tmp_path):
+    config = "--config=configs/sequential_mnist.py:task=sum,smoke"
+    _run(
+        ["launch/compare_models.py"],
+        config,
+        "--models=nau,lstm",
+        f"--workdir={tmp_path / 'cmp'}",
+        *TINY,
+    )
+    cmp = tmp_path / "cmp"
+    shared = (cmp / "reference.json").read_bytes()
+    assert (cmp / "nau" / "reference.json").read_bytes() == shared
+    assert (cmp / "lstm" / "reference.json").read_bytes() == shared
+    assert (cmp / "nau" / "reference").is_dir()  # the reference trained in the first model's run
+    assert not (cmp / "lstm" / "reference").exists()  # and only there
+    # The shared thresholds are the ones the second model computes on its own.
+    _run(["-m", "nalu_jax.main"], config, "--config.model.name=lstm",
+         f"--workdir={tmp_path / 'alone'}", *TINY)  # fmt: skip
+    assert (tmp_path / "alone" / "reference.json").read_bytes() == shared
+    assert (tmp_path / "alone" / "seeds.csv").read_bytes() == (
+        cmp / "lstm" / "seeds.csv"
+    ).read_bytes()
+    table = (cmp / "comparison.md").read_text()
+    assert "| length | threshold | nau: success [95% CI]" in table and "lstm: MSE (median)" in table
+    assert [line.split("|")[1].strip() for line in table.splitlines()[2:5]] == ["1", "3", "5"]
+    assert (cmp / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _group(length, solved, n, lo, hi, mse):
+    return {
+        "length": length,
+        "threshold": 0.5,
+        "solved": solved,
+        "success_rate": solved / n,
+        "success_interval": (lo, hi),
+        "mse_last_median": mse,
+    }
+
+
+def test_per_length_table_and_figure_by_hand():
+    a = {
+        "setting": "nau",
+        "num_seeds": 10,
+        "num_steps": 100,
+        "task": "sum",
+        "train_length": 10,
+        "per_length": [_group(1, 10, 10, 0.722, 1.0, 1e-4), _group(100, 3, 10, 0.108, 0.603, 2.5)],
+    }
+    b = {
+        "setting": "lstm",
+        "num_seeds": 10,
+        "num_steps": 100,
+        "task": "sum",
+        "train_length": 10,
+        "per_length": [_group(1, 0, 10, 0.0, 0.278, 0.75), _group(100, 0, 10, 0.0, 0.278, 9e3)],
+    }
+    table, png = report.comparison([a, b])
+    rows = [
+        line for line in table.splitlines() if line.startswith("| 1") or line.startswith("| 100")
+    ]
+    assert rows[0] == (
+        "| 1 | 0.5 | 10/10 100.0% [72.2%, 100.0%] | 0.0001 | 0/10 0.0% [0.0%, 27.8%] | 0.75 |"
+    )
+    assert (
+        rows[1]
+        == "| 100 | 0.5 | 3/10 30.0% [10.8%, 60.3%] | 2.5 | 0/10 0.0% [0.0%, 27.8%] | 9000 |"
+    )
+    assert "seeds: nau 10, lstm 10" in table
+    assert png[:4] == b"\x89PNG"
+
+
+def test_split_table_by_hand():
+    def summary(name, solved, acc, interval):
+        test = {
+            "split": "test",
+            "solved": solved,
+            "success_rate": solved / 4,
+            "success_interval": interval,
+            "acc_mean": acc,
+            "mse_median": 2.0,
+        }
+        valid = {"split": "valid", "acc_mean": 0.5, "mse_median": 1.0}
+        return {"setting": name, "num_seeds": 4, "num_steps": 50, "diverged": 0, "wall_time_s": 12.4,
+                "success_accuracy": 1.0, "splits": [valid, test]}  # fmt: skip
+
+    table, png = report.comparison(
+        [summary("nalu", 1, 0.875, (0.046, 0.699)), summary("lstm", 0, 0.25, (0.0, 0.49))]
+    )
+    assert "| nalu | 1/4 25.0% [4.6%, 69.9%] | 87.5% | 2 | 50.0% | 0 | 12 s |" in table
+    assert "| lstm | 0/4 0.0% [0.0%, 49.0%] | 25.0% |" in table
+    assert png[:4] == b"\x89PNG"
