@@ -57,7 +57,7 @@ def get_config(arg=None):
     c.model.hidden_size = 2
     c.model.readout = "auto"  # "auto" (by op), "same" (the cell's unit) or a unit name
     c.model.learn_initial_state = True
-    c.model.regularize_readout = True  # False: the readout's regularisers stay out of the loss
+    c.model.readout_reg_from = 0  # the readout's regularisers count from this step (0: always)
     c.train.reg_scale = 0.1
     c.train.reg_schedule = "exp"
     c.num_seeds = v["seeds"]
@@ -78,5 +78,6 @@ def get_config(arg=None):
         c.train.reg_start, c.train.reg_end = 0.0, 0.4 * c.num_steps
         c.train.lr = REPRODUCE_LR
         c.train.lr_decay_from, c.train.lr_decay_to = 0.5 * c.num_steps, 1e-4
+        c.model.readout_reg_from = c.num_steps // 2
         c.task.extrapolation_range = c.task.interpolation_range
     return c

@@ -65,10 +65,11 @@ class ArithmeticNetwork(nnx.Module):
     def __call__(self, x, *, training: bool = False, key=None):
         return self.apply_with_regularizers(x, training=training, key=key)[0]
 
-    def apply_with_regularizers(self, x, *, training: bool = False, key=None):
+    def apply_with_regularizers(self, x, *, training: bool = False, key=None, step=None):
         """Output and the regularisers summed over layers (each on its own input batch).
 
         Returns ``(y [batch, out], {name: scalar})`` with every name of the loss present.
+        ``step`` (the training step) is unused here: ``RecurrentNetwork`` takes it too.
         """
         regs = {k: jnp.zeros((), jnp.float32) for k in REG_KEYS}
         keys = (
@@ -97,26 +98,30 @@ class ArithmeticNetwork(nnx.Module):
 class RecurrentNetwork(nnx.Module):
     """A cell unrolled over ``xs [batch, T, in]`` and a readout unit on its last output.
 
-    ``regularize_readout=False`` leaves the readout's regularisers out of the loss (the cell's
-    stay); the readout is still projected and counted in the sparsity error."""
+    ``readout_reg_from`` > 0 leaves the readout's regularisers out of the loss before that
+    training step (the cell's always count; 0, the default: from the start); the readout is
+    always projected and counted in the sparsity error."""
 
-    def __init__(self, cell, readout, *, regularize_readout: bool = True):
+    def __init__(self, cell, readout, *, readout_reg_from: int = 0):
         self.cell = cell
         self.readout = readout
-        self.regularize_readout = regularize_readout
+        self.readout_reg_from = int(readout_reg_from)
 
     def __call__(self, xs, *, training: bool = False, key=None):
         return self.apply_with_regularizers(xs, training=training, key=key)[0]
 
-    def apply_with_regularizers(self, xs, *, training: bool = False, key=None):
-        """``(y [batch, 1], {name: scalar})``: cell regularisers averaged over time + readout's."""
+    def apply_with_regularizers(self, xs, *, training: bool = False, key=None, step=None):
+        """``(y [batch, 1], {name: scalar})``: cell regularisers averaged over time + readout's
+        (from step ``readout_reg_from``; ``step`` None counts them)."""
         cell_key, out_key = (None, None) if key is None else tuple(jax.random.split(key))
         # Only the last output is needed: the length-1,000 evaluation stays O(batch·hidden).
         h, _, cell_regs = final_output(self.cell, xs, training=training, key=cell_key)
         regs = {k: cell_regs.get(k, jnp.zeros((), jnp.float32)) for k in REG_KEYS}
-        if self.regularize_readout:
-            for n, v in self.readout.regularizers(h).items():
-                regs[n] = regs[n] + v
+        on = None
+        if self.readout_reg_from > 0 and step is not None:
+            on = jnp.asarray(step >= self.readout_reg_from, jnp.float32)
+        for n, v in self.readout.regularizers(h).items():
+            regs[n] = regs[n] + (v if on is None else on * v)
         return self.readout(h, training=training, key=out_key), regs
 
     def project(self) -> None:

@@ -333,7 +333,10 @@ def _solved_cell(g: dict, num_seeds: int) -> str:
     return f"{g['solved']}/{num_seeds} {success_cell(g)}"
 
 
-def per_length_markdown(summaries: list) -> str:
+SOLVED_ACCUMULATOR_CRITERION = "the solved-accumulator threshold at that length"
+
+
+def per_length_markdown(summaries: list, criterion: str = SOLVED_ACCUMULATOR_CRITERION) -> str:
     """Sequence experiments (``per_length`` groups): one row per test length, per model its
     success (solved/seeds, rate, Wilson 95% interval) and median last-step MSE."""
     lengths = [g["length"] for g in summaries[0]["per_length"]]
@@ -352,8 +355,8 @@ def per_length_markdown(summaries: list) -> str:
     seeds = ", ".join(f"{s['setting']} {s['num_seeds']}" for s in summaries)
     lines.append(
         f"\n{s0.get('task', '')} task, train length {s0.get('train_length', '?')}; "
-        f"{s0['num_steps']} steps; seeds: {seeds}. Success: last-step MSE below the "
-        "solved-accumulator threshold at that length; Wilson 95% intervals.\n"
+        f"{s0['num_steps']} steps; seeds: {seeds}. Success: last-step MSE below "
+        f"{criterion}; Wilson 95% intervals.\n"
     )
     return "\n".join(lines)
 
@@ -390,7 +393,9 @@ def splits_markdown(summaries: list) -> str:
     return "\n".join(lines)
 
 
-def comparison(summaries: list) -> tuple[str, bytes | None]:
+def comparison(
+    summaries: list, criterion: str = SOLVED_ACCUMULATOR_CRITERION
+) -> tuple[str, bytes | None]:
     """The combined table of several runs (``summary["setting"]`` names each) and, for the
     sequence experiments, its figure: success against test length per model (Wilson bars) and
     the median MSE (per-length experiments), or per model (split experiments)."""
@@ -407,7 +412,7 @@ def comparison(summaries: list) -> tuple[str, bytes | None]:
             mse["threshold"] = [g["threshold"] for g in summaries[0]["per_length"]]
         scale = "log" if max(lengths) / max(min(lengths), 1) >= 50 else "linear"
         png = plots.group_plot(lengths, series, xlabel="sequence length", x_scale=scale, mse=mse)
-        return per_length_markdown(summaries), png
+        return per_length_markdown(summaries, criterion), png
     if all("splits" in s for s in summaries):
         names = [s["setting"] for s in summaries]
         tests = [{g["split"]: g for g in s["splits"]}["test"] for s in summaries]

@@ -134,3 +134,27 @@ def test_reproduce_protocol_smoke_runs_with_the_lr_decay(tmp_path):
     assert config.train.lr_decay_from == 100.0  # half of the smoke's 200 steps
     summary = train_and_evaluate(config, str(tmp_path), progress=False)
     assert summary["num_steps"] == 200 and summary["threshold"] > 0
+
+
+def test_readout_regularisers_count_from_readout_reg_from():
+    from nalu_jax.models import REG_KEYS
+    from nalu_jax.units.recurrent import final_output
+
+    config = load_config("recurrent", "smoke")
+    config.model.readout_reg_from = 100
+    trainer = recurrent.make_trainer(config)
+    model = nnx.merge(trainer.graphdef, trainer.init(seed_keys(0, [0])[0]).params)
+    assert model.readout_reg_from == 100
+    xs = trainer.eval_data["valid"][:16]
+    # Independently: the cell's regularisers (averaged over time) and the readout's on h_T.
+    h, _, cell_regs = final_output(model.cell, xs)
+    readout_regs = model.readout.regularizers(h)
+    assert float(readout_regs["sparse"]) > 0  # the test distinguishes with and without
+    for step, with_readout in ((0, False), (99, False), (100, True), (5_000, True), (None, True)):
+        _, regs = model.apply_with_regularizers(xs, step=None if step is None else jnp.int32(step))
+        for k in REG_KEYS:
+            want = cell_regs.get(k, 0.0) + (readout_regs.get(k, 0.0) if with_readout else 0.0)
+            np.testing.assert_allclose(regs[k], want, rtol=1e-6, atol=1e-9, err_msg=f"{k} {step}")
+    config.model.readout_reg_from = -1
+    with pytest.raises(ConfigError, match="model.readout_reg_from must be a step >= 0"):
+        recurrent.make_trainer(config)

@@ -198,7 +198,7 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
         x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), rng, sampler=sampler)
         t = target_fn(x, task_lib.subset_masks(task, state.aux.offset))
         y, regs = model.apply_with_regularizers(
-            x, training=True, key=noise_key if needs.noise else None
+            x, training=True, key=noise_key if needs.noise else None, step=state.step
         )
         mse = jnp.mean((y[:, 0] - t) ** 2)
         gate_on = None

@@ -36,9 +36,11 @@ docs/reproductions.md "Recurrent arithmetic".
 from __future__ import annotations
 
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from nalu_jax import tasks as task_lib
@@ -95,12 +97,14 @@ def build_factory(config, task):
             log_space=name in LOG_SPACE_UNITS, unit_options=dict(config.model.layer1_options)
         )
     out_options = dict(config.model.layer2_options)
-    regularize_readout = bool(config.model.get("regularize_readout", True))
+    readout_reg_from = int(config.model.get("readout_reg_from", 0))
+    if readout_reg_from < 0:
+        raise ConfigError(f"model.readout_reg_from must be a step >= 0, got {readout_reg_from}.")
 
     def factory(rngs):
         cell = make_cell(name, task.input_size, hidden, rngs=rngs, **cell_options)
         out = make_unit(readout, hidden, 1, rngs=rngs, **out_options)
-        return RecurrentNetwork(cell, out, regularize_readout=regularize_readout)
+        return RecurrentNetwork(cell, out, readout_reg_from=readout_reg_from)
 
     try:
         factory(nnx.Rngs(0))  # fail early, with the config's field names
@@ -197,3 +201,95 @@ write_results = arithmetic.write_results
 format_summary = arithmetic.format_summary
 
 SWEEPABLE = arithmetic.SWEEPABLE
+
+
+def final_states(config, workdir: str, trainer: train.Trainer | None = None):
+    """The per-seed ``TrainState`` ``[S]`` at the newest checkpoint of a finished (or stopped)
+    single-setting, single-process run of ``config`` in ``workdir``, and its step."""
+    from nalu_jax.checkpoint import Checkpointer
+    from nalu_jax.population import metrics_dict
+
+    trainer = trainer or make_trainer(config)
+    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
+    states = jax.vmap(trainer.init)(train.seed_keys(config.seed, seeds))
+    probe = jax.eval_shape(
+        jax.vmap(trainer.evaluate, in_axes=(0, None, None)),
+        states,
+        trainer.hparams,
+        trainer.eval_data,
+    )
+    num_evals, n = train.num_evaluations(config), len(seeds)
+    history = {
+        k: np.zeros((num_evals, n) + v.shape[1:], np.float32)
+        for k, v in metrics_dict(probe[1]).items()
+    }
+    history["train_loss"] = np.zeros((num_evals, n), np.float32)
+    history["step"] = np.zeros((num_evals,), np.int64)
+    like = {
+        "states": jax.tree.map(np.asarray, states),
+        "history": history,
+        "clock": np.zeros(3, np.float64),
+    }
+    directory = os.path.join(workdir, "checkpoints")
+    if not os.path.isdir(directory):
+        raise ConfigError(f"workdir {workdir!r} holds no checkpoints/ of a single-setting run.")
+    ckpt = Checkpointer(directory)
+    try:
+        step, saved = ckpt.restore_latest(like, say=lambda s: None)
+    finally:
+        ckpt.close()
+    if step is None:
+        raise ConfigError(f"workdir {workdir!r} holds no checkpoint of this config that restores.")
+    return saved["states"], int(step)
+
+
+def length_sweep(config, workdir: str, lengths, *, threshold_samples: int | None = None,
+                 chunk: int = 250) -> dict:  # fmt: skip
+    """Each seed's final network (``final_states``) on fixed test sequences of every length in
+    ``lengths``, judged against that length's threshold (``recurrent_threshold``, ε and samples
+    as the config's unless ``threshold_samples``). The sequences are ``config.eval_size`` draws
+    of ``task.extrapolation_range`` from the run's test key, so at ``task.test_length`` they
+    are the run's own test set. Returns ``{"lengths", "thresholds" [L], "mse" [S, L], "solved"
+    [S, L], "step", "seeds"}``; a diverged seed (non-finite MSE) is unsolved."""
+    task = arithmetic.build_task(config)
+    trainer = make_trainer(config, task)
+    states, step = final_states(config, workdir, trainer)
+    graphdef, size, tc = trainer.graphdef, int(config.eval_size), config.task
+    eps = tc.threshold_epsilon if tc.threshold_epsilon is not None else 1e-5
+    samples = int(threshold_samples or tc.threshold_samples)
+
+    @jax.jit
+    def sq_err(params, offset, xs):  # [S] params and offsets, xs [B, T, n] → [S] summed error²
+        def one(p, off):
+            y = nnx.merge(graphdef, p)(xs)[:, 0]
+            t = sequence_target(task.op, xs, task_lib.subset_masks(task, off))
+            return jnp.sum((y - t) ** 2)
+
+        return jax.vmap(one)(params, offset)
+
+    mse, thresholds = [], []
+    for length in lengths:
+        xs = task_lib.sample_inputs(
+            jax.random.key(TEST_KEY), (size, int(length), task.input_size),
+            task.extrapolation_range,
+        )  # fmt: skip
+        total = sum(
+            np.asarray(sq_err(states.params, states.aux.offset, xs[i : i + chunk]), np.float64)
+            for i in range(0, size, chunk)
+        )
+        mse.append(total / size)
+        thresholds.append(
+            recurrent_threshold(task, int(length), epsilon=float(eps), num_samples=samples)
+        )
+    mse = np.stack(mse, axis=1)
+    thresholds = np.asarray(thresholds, np.float64)
+    solved = np.isfinite(mse) & (mse < thresholds) & ~np.asarray(states.diverged)[:, None]
+    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
+    return {
+        "lengths": [int(n) for n in lengths],
+        "thresholds": thresholds,
+        "mse": mse,
+        "solved": solved,
+        "step": step,
+        "seeds": seeds,
+    }
