@@ -104,7 +104,9 @@ def main(argv) -> None:
             "solved": r["solved"].sum(0).tolist(),
             "mse_median": [metrics.median(c) for c in r["mse"].T],
         }
-        print(f"== {model}: solved per length {dict(zip(lengths, out[model]['solved']))}")
+        print(
+            f"== {model}: solved per length {dict(zip(lengths, out[model]['solved'], strict=True))}"
+        )
     table, png = report.comparison(
         summaries, criterion="the recurrent task's threshold at that length (ε as the config's)"
     )
