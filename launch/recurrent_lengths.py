@@ -26,7 +26,7 @@ from nalu_jax.hostenv import configure_host_devices  # noqa: E402
 
 configure_host_devices()
 
-from absl import flags  # noqa: E402
+from absl import flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from nalu_jax import cli, metrics, report  # noqa: E402
@@ -64,6 +64,7 @@ def main(argv) -> None:
     if _SAMPLES.value is not None and _SAMPLES.value < 1:
         fail(f"--threshold_samples must be a positive integer, got {_SAMPLES.value}.")
     lengths = _lengths()
+    logging.set_verbosity(logging.FATAL)  # as compare_models: no orbax INFO lines
     from nalu_jax.experiments import recurrent
 
     summaries, out = [], {}
