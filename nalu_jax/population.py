@@ -224,6 +224,27 @@ def run_population(
         )  # fmt: skip
 
 
+def empty_history(shapes: dict, num_evals: int, n: int) -> dict:
+    """The evaluation history of ``n`` seeds as checkpoints store it, not yet filled: each
+    metric of ``shapes`` (``metrics_dict`` of the vmapped evaluation's shapes, seed axis first)
+    ``[num_evals, n, ...]`` and ``train_loss`` ``[num_evals, n]`` NaN, ``step`` ``[num_evals]``
+    −1."""
+    history = {
+        k: np.full((num_evals, n) + v.shape[1:], np.nan, np.float32) for k, v in shapes.items()
+    }
+    history["train_loss"] = np.full((num_evals, n), np.nan, np.float32)
+    history["step"] = np.full((num_evals,), -1, np.int64)
+    return history
+
+
+def checkpoint_tree(states, history: dict, clock=None) -> dict:
+    """The tree a population checkpoint holds (also the template that restores one): the
+    per-seed ``states``, the evaluation ``history`` and the ``clock`` (compile s, loop s,
+    steps trained)."""
+    clock = np.zeros(3, np.float64) if clock is None else clock
+    return {"states": states, "history": history, "clock": clock}
+
+
 def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process,
                     progress, desc, postfix, on_checkpoint, on_evaluation):  # fmt: skip
     init, train, evaluate = trainer.init, trainer.train, trainer.evaluate
@@ -249,19 +270,15 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     shapes = metrics_dict(probe[1])
 
     num_evals, every = num_evaluations(config), int(config.eval_every)
-    history = {
-        k: np.full((num_evals, n) + v.shape[1:], np.nan, np.float32) for k, v in shapes.items()
-    }
-    history["train_loss"] = np.full((num_evals, n), np.nan, np.float32)
-    history["step"] = np.full((num_evals,), -1, np.int64)
+    history = empty_history(shapes, num_evals, n)
     clock = np.zeros(3, np.float64)  # compile s, loop s, steps trained: over every segment
     ckpt = Checkpointer(checkpoint_dir, process=checkpoint_process)
     unpadded = lambda tree: jax.tree.map(lambda x: np.asarray(x)[:n], tree)
 
     def save(step, snapshot):
-        ckpt.save(step, {"states": unpadded(snapshot), "history": history, "clock": clock})
+        ckpt.save(step, checkpoint_tree(unpadded(snapshot), history, clock))
 
-    like = {"states": unpadded(states), "history": history, "clock": clock}
+    like = checkpoint_tree(unpadded(states), history, clock)
     resumed, saved = ckpt.restore_latest(like, say=say)
     if resumed is not None:
         states = jax.tree.map(lambda x: np.asarray(x)[pad], saved["states"])

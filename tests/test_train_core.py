@@ -118,3 +118,19 @@ def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
         bad.train[field] = value
         with pytest.raises(ConfigError, match=f"train.{field}"):
             lr_decay(bad)
+
+
+def test_empty_history_and_checkpoint_tree_are_the_layout_checkpoints_store():
+    from nalu_jax.population import checkpoint_tree, empty_history
+
+    shapes = {"valid_mse": jax.ShapeDtypeStruct((3,), jnp.float32),
+              "per_layer": jax.ShapeDtypeStruct((3, 2), jnp.float32)}  # fmt: skip
+    h = empty_history(shapes, num_evals=4, n=3)
+    assert set(h) == {"valid_mse", "per_layer", "train_loss", "step"}
+    assert h["valid_mse"].shape == (4, 3) and h["per_layer"].shape == (4, 3, 2)
+    assert h["train_loss"].shape == (4, 3) and np.all(np.isnan(h["train_loss"]))
+    assert h["step"].dtype == np.int64 and np.all(h["step"] == -1)
+    tree = checkpoint_tree({"w": np.ones(3)}, h)
+    assert set(tree) == {"states", "history", "clock"}
+    np.testing.assert_array_equal(tree["clock"], np.zeros(3))
+    assert tree["clock"].dtype == np.float64

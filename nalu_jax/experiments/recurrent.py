@@ -208,7 +208,7 @@ def final_states(config, workdir: str, trainer: train.Trainer | None = None):
     """The per-seed ``TrainState`` ``[S]`` at the newest checkpoint of a finished (or stopped)
     single-setting, single-process run of ``config`` in ``workdir``, and its step."""
     from nalu_jax.checkpoint import Checkpointer
-    from nalu_jax.population import metrics_dict
+    from nalu_jax.population import checkpoint_tree, empty_history, metrics_dict
 
     trainer = trainer or make_trainer(config)
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
@@ -219,18 +219,8 @@ def final_states(config, workdir: str, trainer: train.Trainer | None = None):
         trainer.hparams,
         trainer.eval_data,
     )
-    num_evals, n = train.num_evaluations(config), len(seeds)
-    history = {
-        k: np.zeros((num_evals, n) + v.shape[1:], np.float32)
-        for k, v in metrics_dict(probe[1]).items()
-    }
-    history["train_loss"] = np.zeros((num_evals, n), np.float32)
-    history["step"] = np.zeros((num_evals,), np.int64)
-    like = {
-        "states": jax.tree.map(np.asarray, states),
-        "history": history,
-        "clock": np.zeros(3, np.float64),
-    }
+    history = empty_history(metrics_dict(probe[1]), train.num_evaluations(config), len(seeds))
+    like = checkpoint_tree(jax.tree.map(np.asarray, states), history)
     directory = os.path.join(workdir, "checkpoints")
     if not os.path.isdir(directory):
         raise ConfigError(f"workdir {workdir!r} holds no checkpoints/ of a single-setting run.")
