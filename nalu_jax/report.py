@@ -393,6 +393,16 @@ def splits_markdown(summaries: list) -> str:
     return "\n".join(lines)
 
 
+def success_series(groups: list):
+    """``(rates, (lows, highs))`` of per-length (or per-split) summary groups for
+    ``plots.group_plot``: the success rate and its Wilson interval; None when the groups were not
+    judged (no threshold)."""
+    if not groups or "success_rate" not in groups[0]:
+        return None
+    lo_hi = list(zip(*(g["success_interval"] for g in groups), strict=True))
+    return [g["success_rate"] for g in groups], lo_hi
+
+
 def comparison(
     summaries: list, criterion: str = SOLVED_ACCUMULATOR_CRITERION
 ) -> tuple[str, bytes | None]:
@@ -404,9 +414,8 @@ def comparison(
         series, mse = {}, {}
         for s in summaries:
             groups = s["per_length"]
-            if "success_rate" in groups[0]:
-                lo_hi = list(zip(*(g["success_interval"] for g in groups), strict=True))
-                series[s["setting"]] = ([g["success_rate"] for g in groups], lo_hi)
+            if (rates := success_series(groups)) is not None:
+                series[s["setting"]] = rates
             mse[s["setting"]] = [g["mse_last_median"] for g in groups]
         if summaries[0]["per_length"][0].get("threshold") is not None:
             mse["threshold"] = [g["threshold"] for g in summaries[0]["per_length"]]
@@ -416,9 +425,8 @@ def comparison(
     if all("splits" in s for s in summaries):
         names = [s["setting"] for s in summaries]
         tests = [{g["split"]: g for g in s["splits"]}["test"] for s in summaries]
-        lo_hi = list(zip(*(g["success_interval"] for g in tests), strict=True))
         series = {
-            "test success rate": ([g["success_rate"] for g in tests], lo_hi),
+            "test success rate": success_series(tests),
             "test exact-match accuracy (mean)": ([g["acc_mean"] for g in tests], None),
         }
         mse = {"test MSE (median)": [g["mse_median"] for g in tests]}

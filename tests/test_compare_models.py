@@ -119,3 +119,15 @@ def test_split_table_by_hand():
     assert "| nalu | 1/4 25.0% [4.6%, 69.9%] | 87.5% | 2 | 50.0% | 0 | 12 s |" in table
     assert "| lstm | 0/4 0.0% [0.0%, 49.0%] | 25.0% |" in table
     assert png[:4] == b"\x89PNG"
+
+
+def test_success_series_gives_rates_and_wilson_bounds_or_none():
+    from nalu_jax.report import success_series
+
+    groups = [
+        {"success_rate": 0.5, "success_interval": [0.2, 0.8]},
+        {"success_rate": 1.0, "success_interval": [0.7, 1.0]},
+    ]
+    assert success_series(groups) == ([0.5, 1.0], [(0.2, 0.7), (0.8, 1.0)])
+    assert success_series([{"mse_last_median": 1.0}]) is None
+    assert success_series([]) is None

@@ -76,9 +76,8 @@ def curves_png(summary) -> bytes:
     groups = summary["per_length"]
     lengths = [g["length"] for g in groups]
     series = {"accuracy (last step)": ([g["acc_last_mean"] for g in groups], None)}
-    if groups and "success_rate" in groups[0]:
-        lo_hi = list(zip(*(g["success_interval"] for g in groups), strict=True))
-        series["success rate"] = ([g["success_rate"] for g in groups], lo_hi)
+    if (rates := rep.success_series(groups)) is not None:
+        series["success rate"] = rates
     mse = {"MSE last step (median)": [g["mse_last_median"] for g in groups]}
     if groups and groups[0]["threshold"] is not None:
         mse["reference threshold"] = [g["threshold"] for g in groups]
