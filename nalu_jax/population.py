@@ -270,15 +270,14 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     shapes = metrics_dict(probe[1])
 
     num_evals, every = num_evaluations(config), int(config.eval_every)
-    history = empty_history(shapes, num_evals, n)
-    clock = np.zeros(3, np.float64)  # compile s, loop s, steps trained: over every segment
     ckpt = Checkpointer(checkpoint_dir, process=checkpoint_process)
     unpadded = lambda tree: jax.tree.map(lambda x: np.asarray(x)[:n], tree)
+    like = checkpoint_tree(unpadded(states), empty_history(shapes, num_evals, n))
+    history, clock = like["history"], like["clock"]  # the clock sums over every segment
 
     def save(step, snapshot):
         ckpt.save(step, checkpoint_tree(unpadded(snapshot), history, clock))
 
-    like = checkpoint_tree(unpadded(states), history, clock)
     resumed, saved = ckpt.restore_latest(like, say=say)
     if resumed is not None:
         states = jax.tree.map(lambda x: np.asarray(x)[pad], saved["states"])
