@@ -30,8 +30,7 @@ def configure_host_devices(count: int | None = None) -> None:
 
     - ``count`` (default: the usable cores) CPU devices, so seeds shard over the cores;
     - on AVX-512 CPUs, 512-bit vectors for XLA's generated loops (LLVM prefers 256 bits by
-      default). The element-wise fusions of a training step (the batch's hash, the units'
-      transcendental functions) run 20–35% faster (WORKSPACE "Profile: arithmetic step").
+      default; what that changes and gains: the module docstring).
     """
     flags = os.environ.get("XLA_FLAGS", "")
     if FLAG not in flags:
