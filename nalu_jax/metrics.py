@@ -188,6 +188,29 @@ def judge_seeds(steps, valid_mse, test_mse, sparsity, threshold: float, diverged
     }
 
 
+def best_of(valid_mse, k: int, diverged=None) -> np.ndarray:
+    """Model selection over restarts: the ``[S]`` seeds form ``S / k`` runs of ``k``
+    consecutive seeds (independent initialisations), and each run keeps the seed with the
+    lowest validation MSE (NaN, and a diverged seed, counted as +inf; the earliest on ties).
+
+    ``valid_mse`` is each seed's validation MSE at its selected evaluation (``judge_seeds``'
+    ``interpolation_mse``), so the choice uses validation data only, as ``judge_seeds`` does
+    within a run. Returns the ``[S / k]`` indices (into the seeds) of the kept seeds.
+    """
+    valid = np.asarray(valid_mse, dtype=np.float64).reshape(-1)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k (initialisations per run) must be a positive integer, got {k!r}.")
+    if valid.size == 0 or valid.size % k:
+        raise ValueError(
+            f"the number of seeds must be a positive multiple of k={k}, got {valid.size}."
+        )
+    bad = np.isnan(valid)
+    if diverged is not None:
+        bad |= np.asarray(diverged, bool).reshape(-1)
+    groups = np.where(bad, np.inf, valid).reshape(-1, k)
+    return np.arange(0, valid.size, k) + np.argmin(groups, axis=1)
+
+
 def summarize(judgement: dict, threshold: float) -> dict:
     """Population summary of :func:`judge_seeds` output (plain Python numbers, JSON-ready).
 
