@@ -26,21 +26,24 @@ def assert_close(a, b, rtol=2e-5):
 
 
 @pytest.mark.parametrize(
-    "side,channels,padding,toeplitz",
+    "hw,channels,padding,method",
     [
-        (8, 1, "SAME", True),
-        (4, 20, "SAME", True),
-        (28, 1, "VALID", False),
-        (12, 20, "VALID", False),
-        (5, 3, "SAME", True),
-        (9, 2, "VALID", True),
-        (11, 2, "VALID", False),
+        ((8, 8), 1, "SAME", "toeplitz"),
+        ((4, 4), 20, "SAME", "toeplitz"),
+        ((28, 28), 1, "VALID", "band"),
+        ((12, 12), 20, "VALID", "band"),
+        ((5, 5), 3, "SAME", "toeplitz"),
+        ((9, 9), 2, "VALID", "toeplitz"),
+        ((11, 11), 2, "VALID", "band"),
+        ((13, 10), 2, "SAME", "band"),  # not square, SAME: rows padded, columns by the taps
+        ((9, 44), 1, "VALID", "im2col"),  # W > BAND_MAX_RATIO · kw
+        ((7, 42), 2, "SAME", "im2col"),
     ],
 )
-def test_conv2d_equals_lax_conv_value_and_gradient(side, channels, padding, toeplitz):
-    assert conv.use_toeplitz((side, side), (5, 5, channels, 7), padding) == toeplitz
-    k = jax.random.split(jax.random.key(side * 100 + channels), 4)
-    x = jax.random.normal(k[0], (3, side, side, channels))
+def test_conv2d_equals_lax_conv_value_and_gradient(hw, channels, padding, method):
+    assert conv.method(hw, (5, 5, channels, 7), padding) == method
+    k = jax.random.split(jax.random.key(hw[0] * 100 + hw[1] + channels), 4)
+    x = jax.random.normal(k[0], (3, *hw, channels))
     kernel = jax.random.normal(k[1], (5, 5, channels, 7))
     bias = jax.random.normal(k[2], (7,))
     probe = jax.random.normal(k[3], lax_conv(x, kernel, bias, padding).shape)
@@ -53,6 +56,18 @@ def test_conv2d_equals_lax_conv_value_and_gradient(side, channels, padding, toep
     want = jax.grad(loss(lax_conv), argnums=(0, 1, 2))(x, kernel, bias)
     for g, w in zip(got, want, strict=True):
         assert_close(g, w)
+
+
+def test_column_taps_by_hand():
+    # width 4, kernel 3, SAME: left pad 1; output column b reads input b − 1 + j
+    t = conv.column_taps(4, 3, "SAME")
+    assert t.shape == (4, 4, 3)
+    assert t[0, 0, 1] == 1 and t[1, 0, 2] == 1 and t[0, 1, 0] == 1 and t[3, 3, 1] == 1
+    assert t[:, 0, 0].sum() == 0 and t[:, 3, 2].sum() == 0  # taps in the padding
+    assert t.sum() == 4 * 3 - 2
+    # VALID: width 5, kernel 3 → 3 outputs, every tap inside
+    v = conv.column_taps(5, 3, "VALID")
+    assert v.shape == (5, 3, 3) and v.sum() == 9 and v[4, 2, 2] == 1
 
 
 @pytest.mark.parametrize("shape", [(2, 8, 8, 3), (2, 5, 7, 2)])
