@@ -28,8 +28,10 @@ import numpy as np
 
 #: Toeplitz when its multiply count is at most this many times im2col's (it moves far less memory)
 TOEPLITZ_MAX_RATIO = 4.0
-#: else row bands up to this ratio (W / kw). 28×28 digit CNN, 640 images, forward + backward,
-#: idle 2-core EPYC: conv1 (ratio 5.6) 72 ms against im2col's 132, conv2 (2.4) 122 against 180
+#: else row bands up to this ratio (W / kw). 28×28 digit CNN on the idle 2-core EPYC: 640
+#: images, forward + input and kernel gradients, conv1 (ratio 5.6) 72 ms against im2col's 132,
+#: conv2 (2.4) 122 against 180; the sequential-MNIST training step was slower with im2col for
+#: conv1 (ratio 4 here) than with bands for both (WORKSPACE "Profile: sequence step")
 BAND_MAX_RATIO = 8.0
 
 
