@@ -60,19 +60,26 @@ def method(in_shape, kernel_shape, padding: str) -> str:
 
 
 @functools.lru_cache(maxsize=32)
+def axis_taps(size: int, k: int, padding: str) -> np.ndarray:
+    """One-hot ``[size, out, k]`` float32 along one image axis: input position x feeds output
+    position b through kernel tap j (out = size for SAME, size − k + 1 for VALID)."""
+    (before, _) = _pads(k, padding)
+    out = output_side(size, k, padding)
+    table = np.zeros((size, out, k), np.float32)
+    for j in range(k):
+        for b in range(out):
+            if 0 <= b + j - before < size:
+                table[b + j - before, b, j] = 1.0
+    return table
+
+
+@functools.lru_cache(maxsize=32)
 def tap_table(in_shape, kernel_hw, padding: str) -> np.ndarray:
-    """One-hot ``[H·W, h·w, kh·kw]`` float32: input pixel p feeds output pixel q through tap t."""
+    """One-hot ``[H·W, h·w, kh·kw]`` float32: input pixel p feeds output pixel q through tap t
+    (the product of the row and column ``axis_taps``)."""
     (h, w), (kh, kw) = in_shape, kernel_hw
-    (top, _), (left, _) = _pads(kh, padding), _pads(kw, padding)
-    oh, ow = output_side(h, kh, padding), output_side(w, kw, padding)
-    table = np.zeros((h, w, oh, ow, kh, kw), np.float32)
-    for i in range(kh):
-        for j in range(kw):
-            for a in range(oh):
-                for b in range(ow):
-                    y, x = a + i - top, b + j - left
-                    if 0 <= y < h and 0 <= x < w:
-                        table[y, x, a, b, i, j] = 1.0
+    table = np.einsum("yai,xbj->yxabij", axis_taps(h, kh, padding), axis_taps(w, kw, padding))
+    oh, ow = table.shape[2], table.shape[3]
     return table.reshape(h * w, oh * ow, kh * kw)
 
 
@@ -84,23 +91,10 @@ def toeplitz(kernel, in_shape, padding: str):
     return t.reshape(table.shape[0] * c, table.shape[1] * o)
 
 
-@functools.lru_cache(maxsize=32)
-def column_taps(width: int, kw: int, padding: str) -> np.ndarray:
-    """One-hot ``[W, w, kw]`` float32: input column x feeds output column b through tap j."""
-    (left, _) = _pads(kw, padding)
-    ow = output_side(width, kw, padding)
-    table = np.zeros((width, ow, kw), np.float32)
-    for j in range(kw):
-        for b in range(ow):
-            if 0 <= b + j - left < width:
-                table[b + j - left, b, j] = 1.0
-    return table
-
-
 def band(kernel, width: int, padding: str):
     """Kernel ``[kh, kw, C, O]`` → the row-banded matrix ``[kh·W·C, w·O]``."""
     kh, kw, c, o = kernel.shape
-    table = jnp.asarray(column_taps(width, kw, padding))
+    table = jnp.asarray(axis_taps(width, kw, padding))
     t = jnp.einsum("xbj,ijco->ixcbo", table, kernel)
     return t.reshape(kh * width * c, table.shape[1] * o)
 

@@ -58,15 +58,15 @@ def test_conv2d_equals_lax_conv_value_and_gradient(hw, channels, padding, method
         assert_close(g, w)
 
 
-def test_column_taps_by_hand():
+def test_axis_taps_by_hand():
     # width 4, kernel 3, SAME: left pad 1; output column b reads input b − 1 + j
-    t = conv.column_taps(4, 3, "SAME")
+    t = conv.axis_taps(4, 3, "SAME")
     assert t.shape == (4, 4, 3)
     assert t[0, 0, 1] == 1 and t[1, 0, 2] == 1 and t[0, 1, 0] == 1 and t[3, 3, 1] == 1
     assert t[:, 0, 0].sum() == 0 and t[:, 3, 2].sum() == 0  # taps in the padding
     assert t.sum() == 4 * 3 - 2
     # VALID: width 5, kernel 3 → 3 outputs, every tap inside
-    v = conv.column_taps(5, 3, "VALID")
+    v = conv.axis_taps(5, 3, "VALID")
     assert v.shape == (5, 3, 3) and v.sum() == 9 and v[4, 2, 2] == 1
 
 
