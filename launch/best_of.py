@@ -68,9 +68,10 @@ def model_rows(directory: str, k: int) -> dict:
 
 
 def _rate(solved) -> str:
+    """``solved/n rate [95% CI]``, the cell format of the reports' success columns."""
     n, s = int(np.size(solved)), int(np.sum(solved))
-    lo, hi = metrics.wilson_interval(s, n)
-    return f"{s}/{n} [{lo:.1%}, {hi:.1%}]"
+    group = {"success_rate": s / n, "success_interval": metrics.wilson_interval(s, n)}
+    return f"{s}/{n} {report.success_cell(group)}"
 
 
 def table(results: dict, k: int) -> str:

@@ -73,13 +73,15 @@ def test_best_of_script_table(tmp_path):
     lo, hi = metrics.wilson_interval(3, 4)
     lo1, hi1 = metrics.wilson_interval(4, 8)
     row = (
-        f"| nau | 48–55 | 4/8 [{lo1:.1%}, {hi1:.1%}] | 4 | 3/4 [{lo:.1%}, {hi:.1%}] | "
+        f"| nau | 48–55 | 4/8 50.0% [{lo1:.1%}, {hi1:.1%}] | 4 | 3/4 75.0% [{lo:.1%}, {hi:.1%}] | "
         "49, 50, 53, 54 |"
     )
     assert row in text.splitlines()
     # per length: the kept seeds 49, 50, 53, 54 at 1,000 are solved 1, 1, 0, 1 (55 would be 0)
     line_1000 = next(ln for ln in text.splitlines() if ln.startswith("| 1000 |"))
-    assert line_1000.startswith(f"| 1000 | 3/4 [{lo:.1%}, {hi:.1%}] (3/8 ")  # 55 fails here
+    assert line_1000.startswith(
+        f"| 1000 | 3/4 75.0% [{lo:.1%}, {hi:.1%}] (3/8 37.5% "
+    )  # 55 fails here
 
 
 def test_best_of_script_bad_input(tmp_path):
