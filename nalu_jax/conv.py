@@ -7,10 +7,10 @@ under ``jax.vmap`` over per-seed kernels it becomes a feature-grouped convolutio
 * a dense "Toeplitz" matrix ``T[(p, c), (q, o)] = K[tap(p, q), c, o]`` built from the kernel
   with a constant one-hot tap table (small images: no patch copies, and fewer multiplies than
   im2col when most taps fall in the SAME padding), or
-* a row-banded matrix ``B[(i, x, c), (b, o)] = K[i, tap(x, b), c, o]`` against the kernel
-  rows' input rows stacked (larger images: an output row is one matmul over the ``kh`` input
-  rows it reads; ``W / kw`` times im2col's multiplies, but ``kh`` copies of the input instead of
-  ``kh·kw``: im2col at 28×28 is bandwidth-bound, this is not), or
+* a banded matrix ``B[(i, x, c), (b, o)] = K[i, x − b, c, o]`` against blocks of the input
+  (larger images: a block of ``kw − 1`` output columns of one output row is one matmul over the
+  ``kh × (2kw − 2)`` window of input it reads; (2kw − 2)/kw times im2col's multiplies, but
+  ``2kh`` copies of the input instead of ``kh·kw``: im2col at 28×28 is bandwidth-bound), or
 * im2col patches (static slices concatenated along the channel axis),
 
 so that a vmapped convolution is a batched matmul. Both compute the same function as
@@ -28,10 +28,10 @@ import numpy as np
 
 #: Toeplitz when its multiply count is at most this many times im2col's (it moves far less memory)
 TOEPLITZ_MAX_RATIO = 4.0
-#: else row bands up to this ratio (W / kw). 28×28 digit CNN on the idle 2-core EPYC: 640
-#: images, forward + input and kernel gradients, conv1 (ratio 5.6) 72 ms against im2col's 132,
-#: conv2 (2.4) 122 against 180; the sequential-MNIST training step was slower with im2col for
-#: conv1 (ratio 4 here) than with bands for both (WORKSPACE "Profile: sequence step")
+#: else bands when W ≤ this × kw, else im2col. 28×28 digit CNN on the idle 2-core EPYC: 640
+#: images, forward + input and kernel gradients, conv1 72 ms against im2col's 132, conv2 122
+#: against 180 (whole-row bands); blocks of kw − 1 columns cut the CNN's forward + backward by
+#: 9% at 640 images and 13–16% at 128 (WORKSPACE "Profile: sequence step")
 BAND_MAX_RATIO = 8.0
 
 
@@ -91,21 +91,35 @@ def toeplitz(kernel, in_shape, padding: str):
     return t.reshape(table.shape[0] * c, table.shape[1] * o)
 
 
-def band(kernel, width: int, padding: str):
-    """Kernel ``[kh, kw, C, O]`` → the row-banded matrix ``[kh·W·C, w·O]``."""
+def band_block(out_width: int, kw: int) -> int:
+    """Output columns per band block: kw − 1 (a block reads block + kw − 1 input columns, so
+    the band does (2kw − 2)/kw times im2col's multiplies, 1.6 for 5×5), or the whole width."""
+    return max(1, min(kw - 1, out_width))
+
+
+def band(kernel, block: int):
+    """Kernel ``[kh, kw, C, O]`` → the banded matrix ``[kh·(block + kw − 1)·C, block·O]`` of
+    one block of output columns: column x of the block's input window feeds its output column
+    b through tap x − b. Every block of every row uses the same matrix."""
     kh, kw, c, o = kernel.shape
-    table = jnp.asarray(axis_taps(width, kw, padding))
+    table = jnp.asarray(axis_taps(block + kw - 1, kw, "VALID"))
     t = jnp.einsum("xbj,ijco->ixcbo", table, kernel)
-    return t.reshape(kh * width * c, table.shape[1] * o)
+    return t.reshape(kh * (block + kw - 1) * c, block * o)
 
 
-def row_stack(x, kh: int, padding: str):
-    """``[N, H, W, C]`` → ``[N, h, kh·W·C]``: for each output row, the kh input rows it reads
-    (rows padded as the padding says; columns are the band matrix's business)."""
-    n, _, w, c = x.shape
-    x = jnp.pad(x, ((0, 0), _pads(kh, padding), (0, 0), (0, 0)))
-    h = x.shape[1] - kh + 1
-    return jnp.stack([x[:, i : i + h] for i in range(kh)], axis=2).reshape(n, h, kh * w * c)
+def band_stack(x, kernel_hw, padding: str, block: int):
+    """``[N, H, W, C]`` → ``[N, h, nb, kh·(block + kw − 1)·C]``: for each output row and each
+    block of ``block`` output columns, the input window it reads (padded as the padding says,
+    and on the right to whole blocks; the extra outputs are dropped by ``conv2d``)."""
+    (kh, kw), (n, _, w, c) = kernel_hw, x.shape
+    out = output_side(w, kw, padding)
+    blocks = -(-out // block)
+    (left, right) = _pads(kw, padding)
+    x = jnp.pad(x, ((0, 0), _pads(kh, padding), (left, right + blocks * block - out), (0, 0)))
+    h, span = x.shape[1] - kh + 1, block + kw - 1
+    rows = jnp.stack([x[:, i : i + h] for i in range(kh)], axis=2)  # [N, h, kh, W', C]
+    cols = [rows[:, :, :, b * block : b * block + span] for b in range(blocks)]
+    return jnp.stack(cols, axis=2).reshape(n, h, blocks, kh * span * c)
 
 
 def patches(x, kernel_hw, padding: str):
@@ -127,7 +141,9 @@ def conv2d(x, kernel, bias, padding: str):
     if how == "toeplitz":
         y = x.reshape(n, hi * wi * c) @ toeplitz(kernel, (hi, wi), padding)
     elif how == "band":
-        y = row_stack(x, kh, padding) @ band(kernel, wi, padding)
+        block = band_block(w, kw)
+        y = band_stack(x, (kh, kw), padding, block) @ band(kernel, block)
+        y = y.reshape(n, h, -1, o)[:, :, :w]
     else:
         y = patches(x, (kh, kw), padding) @ kernel.reshape(kh * kw * c, o)
     return y.reshape(n, h, w, o) + bias

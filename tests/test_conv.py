@@ -70,6 +70,28 @@ def test_axis_taps_by_hand():
     assert v.shape == (5, 3, 3) and v.sum() == 9 and v[4, 2, 2] == 1
 
 
+def test_band_matrix_and_stack_by_hand():
+    # kernel 2×3 (C = O = 1) with distinct taps, blocks of 2 output columns: a block reads a
+    # window of 2 + 3 − 1 = 4 input columns of each of the 2 input rows
+    kernel = jnp.arange(1.0, 7.0).reshape(2, 3, 1, 1)  # K[i, j] = 1 + 3i + j
+    b = np.asarray(conv.band(kernel, 2))
+    assert b.shape == (2 * 4, 2)
+    for i in range(2):
+        for x in range(4):
+            for col in range(2):
+                want = 1 + 3 * i + (x - col) if 0 <= x - col < 3 else 0
+                assert b[i * 4 + x, col] == want
+    # a 3×6 image, VALID: output 2×4 → 2 blocks per row; window of block 1 starts at column 2
+    img = jnp.arange(18.0).reshape(1, 3, 6, 1)
+    s = np.asarray(conv.band_stack(img, (2, 3), "VALID", 2))
+    assert s.shape == (1, 2, 2, 8)
+    np.testing.assert_array_equal(s[0, 1, 1], [8, 9, 10, 11, 14, 15, 16, 17])  # rows 1, 2
+    # ragged: output width 4 in blocks of 3 → 2 blocks, input padded on the right
+    r = np.asarray(conv.band_stack(img, (2, 3), "VALID", 3))
+    assert r.shape == (1, 2, 2, 10)
+    np.testing.assert_array_equal(r[0, 0, 1], [3, 4, 5, 0, 0, 9, 10, 11, 0, 0])
+
+
 @pytest.mark.parametrize("shape", [(2, 8, 8, 3), (2, 5, 7, 2)])
 def test_max_pool_equals_lax_including_ties(shape):
     x = jax.random.normal(jax.random.key(0), shape)
