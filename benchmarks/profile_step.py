@@ -19,6 +19,10 @@ parts of the step and reports µs per seed-step:
 
 The differences between consecutive columns are the cost of each part. Each scan is compiled
 first and timed as the best of ``--repeat``.
+
+``--kernels N`` also traces one run of the whole step with ``jax.profiler`` and prints the
+number of XLA:CPU kernels (thunks) one step launches and the N costliest, in µs per
+seed-step (traced times run ~1.5× the untraced ones: read them as shares).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 import time
 
@@ -46,7 +51,39 @@ def _best(fn, args, repeat):
     return best
 
 
-def profile(model: str, seeds: int, steps: int, repeat: int, settings=()) -> dict:
+def kernel_breakdown(fn, args, steps: int, seeds: int, top: int) -> dict:
+    """Trace one call of ``fn`` (a scan of ``steps`` steps over ``seeds`` seeds): the kernels
+    launched once per step and the ``top`` costliest, µs per seed-step."""
+    import collections
+    import glob
+    import gzip
+    import tempfile
+
+    import jax
+
+    jax.block_until_ready(fn(*args))
+    with tempfile.TemporaryDirectory() as d:
+        with jax.profiler.trace(d):
+            jax.block_until_ready(fn(*args))
+        (path,) = glob.glob(os.path.join(d, "**", "*.trace.json.gz"), recursive=True)
+        with gzip.open(path) as f:
+            events = json.load(f)["traceEvents"]
+    total, count = collections.Counter(), collections.Counter()
+    for e in events:
+        if e.get("ph") == "X" and "dur" in e and not e["name"].startswith("end: "):
+            total[e["name"]] += e["dur"]
+            count[e["name"]] += 1
+    per_step = {k: t / (seeds * steps) for k, t in total.items() if count[k] == steps}
+    ranked = sorted(per_step.items(), key=lambda kv: -kv[1])
+    return {
+        "kernels_per_step": len(per_step),
+        "kernel_us": round(sum(per_step.values()), 3),
+        "under_1us": sum(1 for v in per_step.values() if v < 1.0),
+        "top": [(k, round(v, 3)) for k, v in ranked[:top]],
+    }
+
+
+def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernels=0) -> dict:
     import jax
     import jax.numpy as jnp
     from flax import nnx
@@ -119,6 +156,10 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=()) -> dic
         return jax.lax.scan(body, s, None, length=chunks)[0]
 
     out["step"] = _best(vmapped(run_chunks), (states,), repeat) / (seeds * chunks * every) * 1e6
+    if kernels:
+        out["kernels"] = kernel_breakdown(
+            vmapped(run_chunks), (states,), chunks * every, seeds, kernels
+        )
     ev = vmapped(lambda s: trainer.evaluate(s, hp, trainer.eval_data)[1])
     out["eval"] = _best(ev, (states,), repeat) / (seeds * every) * 1e6
     out["total"] = out["step"] + out["eval"]
@@ -132,19 +173,28 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
+    parser.add_argument("--kernels", type=int, default=0, help="trace: list the N costliest")
     args = parser.parse_args()
     from nalu_jax.models import MODELS
 
     models = list(MODELS) if args.models == "all" else args.models.split(",")
     rows = []
     for m in models:
-        rows.append(profile(m, args.seeds, args.steps, args.repeat, args.set))
+        rows.append(profile(m, args.seeds, args.steps, args.repeat, args.set, args.kernels))
         print(json.dumps(rows[-1]), flush=True)
     cols = ("data", "forward", "grad", "step", "eval", "total")
     print("| model | " + " | ".join(f"{c} µs" for c in cols) + " |")
     print("|---|" + "---|" * len(cols))
     for r in rows:
         print(f"| {r['model']} | " + " | ".join(f"{r[c]:.2f}" for c in cols) + " |")
+    for r in rows:
+        if "kernels" in r:
+            k = r["kernels"]
+            print(
+                f"{r['model']}: {k['kernels_per_step']} kernels per step ({k['under_1us']} under "
+                f"1 µs/seed-step), {k['kernel_us']:.1f} µs/seed-step traced; costliest: "
+                + ", ".join(f"{name} {us:.1f}" for name, us in k["top"])
+            )
 
 
 if __name__ == "__main__":
