@@ -48,6 +48,7 @@ CASES = {
     "mnist28_product": ("sequential_mnist", "task=product", 28),
     "mnist28_count": ("sequential_mnist", "task=count", 28),
     "translation": ("number_translation", "model=nau", None),
+    "translation_authors": ("number_translation", "model=nalu,setup=authors", None),
 }
 
 
