@@ -53,7 +53,12 @@ from nalu_jax.run import Population
 from nalu_jax.tasks import thresholds as thr
 from nalu_jax.tasks.eval_sets import TEST_KEY, VALID_KEY
 from nalu_jax.units import ACTIVATIONS, UNITS, make_unit, training_needs
-from nalu_jax.units.recurrent import LOG_SPACE_UNITS, RECURRENT_BASELINES, make_cell
+from nalu_jax.units.recurrent import (
+    LOG_SPACE_UNITS,
+    RECURRENT_BASELINES,
+    RECURRENT_INITS,
+    make_cell,
+)
 
 AUTO_READOUT = {
     "add": "nau",
@@ -93,9 +98,16 @@ def build_factory(config, task):
     readout = readout_name(config)
     hidden = config.model.hidden_size
     cell_options = dict(learn_initial_state=bool(config.model.get("learn_initial_state", True)))
+    recurrent_init = config.model.get("recurrent_init", "random")
+    if recurrent_init not in RECURRENT_INITS:
+        raise ConfigError(
+            f"model.recurrent_init must be one of {list(RECURRENT_INITS)}, got {recurrent_init!r}."
+        )
     if name in UNITS:
         cell_options.update(
-            log_space=name in LOG_SPACE_UNITS, unit_options=dict(config.model.layer1_options)
+            log_space=name in LOG_SPACE_UNITS,
+            unit_options=dict(config.model.layer1_options),
+            recurrent_init=recurrent_init,
         )
     out_options = dict(config.model.layer2_options)
     readout_reg_from = int(config.model.get("readout_reg_from", 0))

@@ -13,6 +13,13 @@ applied to the log of the new input and to the stored log state, without the exp
 trip that would otherwise clip ``h`` at ε and overflow over long sequences. The output is
 ``h_t = exp(log h_t)``; the initial log state is 0 (h = 1), plus ``h0`` when learned.
 
+Recurrent initialisation (``recurrent_init``): "random" (the unit's own init) or "identity":
+the hidden-to-hidden block of the unit's direct weight matrix ``w`` (rows ``in…in+hidden``)
+starts at the identity, each state reading only itself — the accumulator's structure, as in
+identity-initialised RNNs (Le et al. 2015). It applies to units that hold such a matrix (NAU,
+NMU, NAC•,NMU, sNMU, NRU, the dense baselines: ``has_direct_weight``); the other units keep
+their init (NAC₊, NAC•, NALU and their kin build W = tanh(Ŵ)σ(M̂), which never reaches 1).
+
 Cells hold no RNG after construction: per-step noise keys are ``fold_in(key, t)`` (``unroll``).
 
 >>> cell = make_cell("nau", 3, 2, rngs=nnx.Rngs(0), learn_initial_state=True)
@@ -32,6 +39,13 @@ from nalu_jax.units.nac import log_input
 RECURRENT_BASELINES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 #: units whose forward is exp(log(|x| + ε) @ W) and that can therefore run in log space
 LOG_SPACE_UNITS = ("nac_mul", "nac_mul_sigma", "nac_mul_nmu")
+RECURRENT_INITS = ("random", "identity")
+
+
+def has_direct_weight(unit, rows: int, cols: int) -> bool:
+    """Whether ``unit`` holds its weight matrix itself as ``w`` ``[rows, cols]``."""
+    w = getattr(unit, "w", None)
+    return isinstance(w, nnx.Param) and tuple(w[...].shape) == (rows, cols)
 
 
 def _offset(cell, name: str, hidden_size: int) -> None:
@@ -57,7 +71,12 @@ class ArithmeticCell(nnx.Module):
         learn_initial_state: bool = False,
         log_space: bool = False,
         unit_options: dict | None = None,
+        recurrent_init: str = "random",
     ):
+        if recurrent_init not in RECURRENT_INITS:
+            raise ValueError(
+                f"recurrent_init must be one of {list(RECURRENT_INITS)}, got {recurrent_init!r}."
+            )
         if unit not in UNITS:
             raise ValueError(f"cell unit must be one of {sorted(UNITS)}, got {unit!r}.")
         if log_space and unit not in LOG_SPACE_UNITS:
@@ -77,6 +96,13 @@ class ArithmeticCell(nnx.Module):
         )
         self.is_arithmetic = self.unit.is_arithmetic
         self.multiplicative = self.unit.multiplicative
+        n = in_features + hidden_size
+        self.identity_init = recurrent_init == "identity" and has_direct_weight(
+            self.unit, n, hidden_size
+        )
+        if self.identity_init:  # after the unit's own draws: every other weight is unchanged
+            w = self.unit.w[...]
+            self.unit.w[...] = w.at[in_features:].set(jnp.eye(hidden_size, dtype=w.dtype))
         if self.learn_initial_state:
             _offset(self, "h0", hidden_size)
 
