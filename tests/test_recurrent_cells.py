@@ -9,6 +9,7 @@ from flax import nnx
 from nalu_jax.units import UNITS
 from nalu_jax.units.recurrent import (
     RECURRENT_BASELINES,
+    RECURRENT_INITS,
     ArithmeticCell,
     BaselineCell,
     make_cell,
@@ -40,6 +41,40 @@ def test_nmu_cell_accumulates_a_product_from_one():
     np.testing.assert_allclose(cell.initial_state(3), np.ones((3, 1)))
     ys, _, _ = jit_unroll(cell, XS[..., :1])
     np.testing.assert_allclose(ys[..., 0], np.cumprod(np.asarray(XS[..., 0]), axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("unit", ["nau", "nmu"])
+def test_identity_recurrent_init_sets_only_the_hidden_block(unit):
+    random = make_cell(unit, 3, 2, rngs=nnx.Rngs(7))
+    ident = make_cell(unit, 3, 2, rngs=nnx.Rngs(7), recurrent_init="identity")
+    assert ident.identity_init and not random.identity_init
+    w, w0 = np.asarray(ident.unit.w[...]), np.asarray(random.unit.w[...])
+    np.testing.assert_array_equal(w[3:], [[1.0, 0.0], [0.0, 1.0]])  # h₁ → h₁, h₂ → h₂
+    np.testing.assert_array_equal(w[:3], w0[:3])  # the input rows: the same random draws
+    assert not np.array_equal(w0[3:], np.eye(2))
+
+
+def test_identity_init_nau_cell_with_unit_input_weights_accumulates():
+    # identity on the hidden block + input rows set by hand: the exact running sum
+    cell = make_cell("nau", 2, 2, rngs=nnx.Rngs(0), recurrent_init="identity")
+    cell.unit.w[...] = cell.unit.w[...].at[:2].set(jnp.eye(2))
+    ys, _, _ = jit_unroll(cell, XS)
+    np.testing.assert_allclose(ys, np.cumsum(np.asarray(XS), axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("unit", ["nalu", "nac_add", "npu"])
+def test_identity_init_leaves_units_without_a_direct_weight_alone(unit):
+    a = nnx.state(make_cell(unit, 3, 2, rngs=nnx.Rngs(3)))
+    b_cell = make_cell(unit, 3, 2, rngs=nnx.Rngs(3), recurrent_init="identity")
+    assert not b_cell.identity_init
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(nnx.state(b_cell)), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_bad_recurrent_init_raises():
+    assert RECURRENT_INITS == ("random", "identity")
+    with pytest.raises(ValueError, match="recurrent_init must be one of"):
+        make_cell("nau", 3, 2, rngs=nnx.Rngs(0), recurrent_init="eye")
 
 
 @pytest.mark.parametrize("unit", ["nac_mul_nmu", "nac_mul"])

@@ -79,6 +79,7 @@ def test_baseline_and_log_space_cells_build(model):
         ("task.train_length", 0, "task.train_length"),
         ("task.test_length", -3, "task.test_length"),
         ("model.readout", "bogus", "model.readout"),
+        ("model.recurrent_init", "eye", "model.recurrent_init"),
     ],
 )
 def test_bad_config_values_are_config_errors(field, value, match):
@@ -125,6 +126,11 @@ def test_reproduce_protocol_departs_from_the_spec_only_where_documented():
         assert rep.task[field] == spec.task[field], field
     assert rep.task.threshold_epsilon == spec.task.threshold_epsilon
     assert rep.model.hidden_size == spec.model.hidden_size == 2
+    assert spec.model.recurrent_init == rep.model.recurrent_init == "random"
+    # × (sixth session): a stronger regulariser and the identity hidden-to-hidden block
+    mul = load_config("recurrent", "model=nau,op=mul,protocol=reproduce")
+    assert (mul.train.reg_scale, mul.model.recurrent_init) == (1_000.0, "identity")
+    assert load_config("recurrent", "model=nau,op=mul").model.recurrent_init == "random"
     with pytest.raises(ConfigError, match="protocol must be spec or reproduce"):
         load_config("recurrent", "protocol=paper")
 
