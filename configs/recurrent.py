@@ -32,6 +32,12 @@ stable-nalu's recurrent dataset tests). The judgement — the spec's threshold c
 0–15 (the seeds the readout schedule was chosen on) and 16/32 on held-out seeds 16–47; LSTM,
 GRU, NALU and NAC₊ 0/16 (docs/reproductions.md).
 
+× (``op=mul``, sixth session): the product's MSE on targets of order 10³ outweighs λ̂ = 10, so
+the × protocol takes λ̂ = 1,000 and starts the cell's hidden-to-hidden block at the identity
+(``model.recurrent_init``; NAU/NMU-type cells), chosen on seeds 0–15 (10/16). Held out, fresh
+seeds 16–47: NAU 9/32 solved at length 1,000 (best of 2: 8/16); NALU and LSTM 0/16
+(docs/reproductions.md "Recurrent ×").
+
 Restarts (the protocol's second half, ``launch/best_of.py``): whether a NAU seed reaches the
 exact structure is set by its initialisation (seeds that fail, fail under every schedule
 tried), and a run that reached it is recognised by its length-10 validation MSE alone. So a
