@@ -88,6 +88,7 @@ def get_config(arg=None):
     c.model.softmax = v["task"] == "count"  # count: class probabilities feed the counters
     c.model.log_space = "auto"  # NAC• cells accumulate in log space
     c.model.learn_initial_state = False
+    c.model.recurrent_init = "random"  # or "identity": the unit cell's hidden-to-hidden block
     c.model.unit_options = ml_collections.ConfigDict()
 
     c.train = sequence_train_config()

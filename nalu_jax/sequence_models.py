@@ -63,8 +63,16 @@ class DigitCNN(nnx.Module):
         return self.dense2(x)
 
 
-def cell_options(name: str, *, log_space="auto", learn_initial_state=False, unit_options=None):
-    """``make_cell`` options: NAC• units run in log space unless told otherwise."""
+def cell_options(
+    name: str,
+    *,
+    log_space="auto",
+    learn_initial_state=False,
+    unit_options=None,
+    recurrent_init="random",
+):
+    """``make_cell`` options: NAC• units run in log space unless told otherwise; unit cells take
+    ``recurrent_init`` (the baselines keep their own initialisation)."""
     if name in RECURRENT_BASELINES:
         return {"learn_initial_state": learn_initial_state}
     if log_space == "auto":
@@ -73,6 +81,7 @@ def cell_options(name: str, *, log_space="auto", learn_initial_state=False, unit
         "learn_initial_state": learn_initial_state,
         "log_space": bool(log_space),
         "unit_options": dict(unit_options or {}),
+        "recurrent_init": recurrent_init,
     }
 
 

@@ -144,6 +144,7 @@ def test_bad_config_values_are_one_sentence(tmp_path):
         (lambda c: setattr(c.task, "name", "div"), "task.name must be one of"),
         (lambda c: setattr(c.task, "test_lengths", [1, 0]), "task.test_lengths must be"),
         (lambda c: setattr(c.model, "name", "transformer"), "model.name must be one of"),
+        (lambda c: setattr(c.model, "recurrent_init", "eye"), "model.recurrent_init must be"),
     ):
         config = tiny(load_config("sequential_mnist", "smoke"))
         change(config)
@@ -184,3 +185,17 @@ def test_protocol_variants_size_the_run():
     assert load_config("sequential_mnist", "task=sum,steps=123").num_steps == 123
     with pytest.raises(ConfigError, match="protocol must be hour or paper"):
         load_config("sequential_mnist", "protocol=week")
+
+
+def test_identity_recurrent_init_reaches_the_count_cell():
+    # the counting model's NAU cell: 10 CNN outputs + 10 states → 10 states
+    from nalu_jax.experiments.sequential_mnist import make_trainer
+
+    config = tiny(load_config("sequential_mnist", "task=count,model=nau,smoke"))
+    for init in ("random", "identity"):
+        config.model.recurrent_init = init
+        trainer = make_trainer(config)
+        model = trainer.factory(nnx.Rngs(0))
+        w = np.asarray(model.cell.unit.w[...])
+        assert w.shape == (20, 10)
+        assert np.array_equal(w[10:], np.eye(10)) == (init == "identity")

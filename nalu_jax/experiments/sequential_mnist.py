@@ -32,7 +32,7 @@ from nalu_jax.run import Outcome, Population, run_population
 from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
 from nalu_jax.tasks import digits as digits_lib
 from nalu_jax.units import UNITS
-from nalu_jax.units.recurrent import RECURRENT_BASELINES
+from nalu_jax.units.recurrent import RECURRENT_BASELINES, RECURRENT_INITS
 
 SWEEPABLE = _sequence.SWEEPABLE
 
@@ -56,6 +56,11 @@ def validate(config) -> None:
     names = sorted(UNITS) + list(RECURRENT_BASELINES) + [SOLVED_ACCUMULATOR]
     if config.model.name not in names:
         raise ConfigError(f"model.name must be one of {names}, got {config.model.name!r}.")
+    if config.model.get("recurrent_init", "random") not in RECURRENT_INITS:
+        raise ConfigError(
+            f"model.recurrent_init must be one of {list(RECURRENT_INITS)}, "
+            f"got {config.model.recurrent_init!r}."
+        )
     if isinstance(config.reference.num_seeds, bool) or config.reference.num_seeds < 0:
         raise ConfigError(
             f"reference.num_seeds must be an integer >= 0, got {config.reference.num_seeds!r}."
@@ -95,6 +100,7 @@ def make_trainer(config, cell: str | None = None, dataset=None) -> train.Trainer
             log_space=m.log_space,
             learn_initial_state=m.learn_initial_state,
             unit_options=dict(m.unit_options),
+            recurrent_init=m.get("recurrent_init", "random"),
         )
     )
 
