@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nalu_jax.units import UNITS, make_unit
-from nalu_jax.units._base import float_dtype, thin_matmul
+from nalu_jax.units._base import check_choice, float_dtype, thin_matmul
 from nalu_jax.units.nac import log_input
 
 RECURRENT_BASELINES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
@@ -73,10 +73,7 @@ class ArithmeticCell(nnx.Module):
         unit_options: dict | None = None,
         recurrent_init: str = "random",
     ):
-        if recurrent_init not in RECURRENT_INITS:
-            raise ValueError(
-                f"recurrent_init must be one of {list(RECURRENT_INITS)}, got {recurrent_init!r}."
-            )
+        check_choice("recurrent_init", recurrent_init, RECURRENT_INITS)
         if unit not in UNITS:
             raise ValueError(f"cell unit must be one of {sorted(UNITS)}, got {unit!r}.")
         if log_space and unit not in LOG_SPACE_UNITS:
@@ -96,9 +93,8 @@ class ArithmeticCell(nnx.Module):
         )
         self.is_arithmetic = self.unit.is_arithmetic
         self.multiplicative = self.unit.multiplicative
-        n = in_features + hidden_size
         self.identity_init = recurrent_init == "identity" and has_direct_weight(
-            self.unit, n, hidden_size
+            self.unit, self.unit.in_features, hidden_size
         )
         if self.identity_init:  # after the unit's own draws: every other weight is unchanged
             w = self.unit.w[...]
