@@ -15,7 +15,10 @@ load from other processes hits them alike; each figure is the best round.
 FLOPs are counted analytically per seed-step (forward + backward: every layer's weight gradient,
 every input gradient but the first convolution's); the cell, loss and Adam are left out (< 1%).
 ``%mm`` = FLOPs × seed-steps/s ÷ the matmul rate. ``--cnn lax`` times the former CNN
-formulation (``lax.conv`` + ``nnx.max_pool``) for before/after figures.
+formulation (``lax.conv`` + ``nnx.max_pool``) for before/after figures. Translation projects
+the embedding table rather than every token (``NumberTranslationModel.features``), so its
+step does far fewer FLOPs than the per-token LSTM it replaced; the table's %mm counts the FLOPs
+the step runs, and a line per translation case adds the rate by the per-token count.
 
 Prints a table and one JSON line per case and mode.
 """
@@ -77,19 +80,39 @@ def cnn_macs(side: int, outputs: int, padding: str) -> tuple[int, int]:
 
 
 def step_flops(experiment: str, config, side) -> float:
-    """Analytic FLOPs of one seed's training step (forward + backward)."""
+    """Analytic FLOPs of one seed's training step (forward + backward), as the step runs them."""
     batch = int(config.train.batch_size)
     if experiment == "sequential_mnist":
         out = 10 if config.task.name == "count" else 1
         total, first = cnn_macs(side, out, sm.cnn_padding((side, side)))
         return 2.0 * (3 * total - first) * batch * int(config.task.train_length)
-    # translation: embedding lookup, LSTM (4 gates of E+H → H), cell (H+1 → 1), per token
+    # translation: the LSTM's input projection runs on the embedding table ([V, E] @ [E, 4H]
+    # and its two gradients, once per step: ``NumberTranslationModel.features``), then per
+    # token the recurrent matmul (H → 4H) and the output cell (H + 1 → 1)
+    e, h, tokens, vocab = translation_sizes(config)
+    table = 3 * vocab * e * 4 * h
+    return 2.0 * (table + 3 * (4 * h * h + (h + 1)) * tokens * batch)
+
+
+def translation_sizes(config) -> tuple[int, int, int, int]:
+    """(embedding size, LSTM size, tokens per sequence, vocabulary) of a translation config."""
     from nalu_jax.tasks import translation as tr_lib
 
     tokens = tr_lib.dataset(tr_lib.split(0)["train"])[0].shape[1]
-    e, h = int(config.model.embedding_size), int(config.model.hidden_size)
-    macs = 4 * (e + h) * h + (h + 1)
-    return 2.0 * 3 * macs * tokens * batch
+    return (
+        int(config.model.embedding_size),
+        int(config.model.hidden_size),
+        tokens,
+        len(tr_lib.VOCAB),
+    )
+
+
+def per_token_flops(config) -> float:
+    """Translation FLOPs counted as if every token's embedding were projected (4 gates of
+    E + H → H per token: the count of the per-token LSTM that ran before the table projection,
+    and of issue 14's target) — the same function, more work than the step now does."""
+    e, h, tokens, _ = translation_sizes(config)
+    return 2.0 * 3 * (4 * (e + h) * h + (h + 1)) * tokens * int(config.train.batch_size)
 
 
 def make_run(experiment: str, config, seeds: int, block: int):
@@ -216,6 +239,7 @@ def main() -> None:
                         batch=base_batch * scale,
                         block=block,
                         flops=step_flops(experiment, config, side),
+                        per_token=per_token_flops(config) if not side else None,
                         compile_s=time.perf_counter() - t0,
                         best=float("inf"),
                     )
@@ -235,6 +259,7 @@ def main() -> None:
                     batch=r["batch"],
                     block=r["block"],
                     flops_per_seed_step=r["flops"],
+                    per_token_flops_per_seed_step=r["per_token"],
                     seed_steps_per_s=rate,
                     gflops=rate * r["flops"] / 1e9,
                     compile_s=r["compile_s"],
@@ -257,15 +282,27 @@ def main() -> None:
             f"{r['block']:5d} {r['flops_per_seed_step'] / 1e6:9.2f} {r['seed_steps_per_s']:8.1f} "
             f"{r['gflops']:8.2f} {r['pct_of_matmul']:5.1f}"
         )
+    for r in rows:
+        if r["per_token_flops_per_seed_step"]:
+            r["pct_of_matmul_per_token_count"] = (
+                100 * r["seed_steps_per_s"] * r["per_token_flops_per_seed_step"] / 1e9 / peak
+            )
+            print(
+                f"{r['case']} {r['mode']}: {r['pct_of_matmul_per_token_count']:.1f}% of the "
+                f"matmul rate by the per-token count "
+                f"({r['per_token_flops_per_seed_step'] / 1e6:.2f} MFLOP per seed-step, the "
+                "work of the same step with every token projected)"
+            )
     for case in dict.fromkeys(r["case"] for r in rows):
         for kind in dict.fromkeys(r["cnn"] for r in rows if r["case"] == case):
             pair = {r["mode"]: r for r in rows if r["case"] == case and r["cnn"] == kind}
             if len(pair) == 2:  # (the last block listed, when several)
-                # the same images per step: compare work rates (population steps/s)
-                ratio = pair["seeds"]["gflops"] / pair["batch"]["gflops"]
+                # the same examples per step: compare population steps/s
+                seeds_rate = pair["seeds"]["seed_steps_per_s"] / pair["seeds"]["seeds"]
+                ratio = seeds_rate / pair["batch"]["seed_steps_per_s"]
                 print(
                     f"{case} ({kind}): {args.seeds} seeds × B run at {100 * ratio:.0f}% of the "
-                    f"work rate of 1 seed × {args.seeds}B"
+                    f"steps/s of 1 seed × {args.seeds}B"
                 )
     for r in rows:
         r.update(matmul_gflops=peak, load=load[0])

@@ -14,6 +14,7 @@ from nalu_jax.units.recurrent import (
     BaselineCell,
     make_cell,
     unroll,
+    unroll_projected,
 )
 
 XS = jax.random.uniform(jax.random.key(0), (3, 5, 2), jnp.float32, 1.0, 2.0)  # [batch, T, in]
@@ -167,3 +168,54 @@ def test_bad_names_raise():
         make_cell("lstmm", 2, 2, rngs=nnx.Rngs(0))
     with pytest.raises(ValueError, match="log_space"):
         make_cell("nau", 2, 2, rngs=nnx.Rngs(0), log_space=True)
+
+
+def _lstm_float64(params, xs):
+    """The LSTM equations in numpy float64 from flax's parameter names (i, f, g, o gates)."""
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    sig = lambda z: 1.0 / (1.0 + np.exp(-z))
+    c = h = np.zeros((xs.shape[0], p["hi"].shape[0]))
+    outs = []
+    for t in range(xs.shape[1]):
+        x = np.asarray(xs[:, t], np.float64)
+        gate = lambda n: x @ p["i" + n] + h @ p["h" + n] + p["b" + n]
+        i, f, g, o = sig(gate("i")), sig(gate("f")), np.tanh(gate("g")), sig(gate("o"))
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        outs.append(h)
+    return np.stack(outs, axis=1), c
+
+
+def test_projected_lstm_is_the_lstm():
+    cell = make_cell("lstm", 2, 3, rngs=nnx.Rngs(4))
+    core = cell.core
+    for n, lin in enumerate((core.hi, core.hf, core.hg, core.ho)):  # biases ≠ 0: order counts
+        lin.bias[...] = jax.random.normal(jax.random.key(10 + n), (3,))
+    w_in, w_h, bias = cell.gate_weights()
+    assert w_in.shape == (2, 12) and w_h.shape == (3, 12) and bias.shape == (12,)
+    ys, (c, h) = unroll_projected(cell, XS @ w_in)
+    names = dict(i=core.ii, f=core.if_, g=core.ig, o=core.io)
+    params = {"i" + k: v.kernel[...] for k, v in names.items()}
+    params |= {"h" + k: getattr(core, "h" + k).kernel[...] for k in "ifgo"}
+    params |= {"b" + k: getattr(core, "h" + k).bias[...] for k in "ifgo"}
+    expected, c64 = _lstm_float64(params, np.asarray(XS))
+    np.testing.assert_allclose(ys, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, expected[:, -1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, c64, rtol=1e-5, atol=1e-6)
+    # the same function as flax's cell under ``unroll``: values and every parameter's gradient
+    ref, (c_ref, _), _ = unroll(cell, XS)
+    np.testing.assert_allclose(ys, ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, c_ref, rtol=1e-5, atol=1e-6)
+    loss_a = lambda m: jnp.sum(unroll_projected(m, XS @ m.gate_weights()[0])[0] ** 2)
+    loss_b = lambda m: jnp.sum(unroll(m, XS)[0] ** 2)
+    ga, gb = nnx.state(nnx.grad(loss_a)(cell)), nnx.state(nnx.grad(loss_b)(cell))
+    flat_a, flat_b = dict(nnx.to_flat_state(ga)), dict(nnx.to_flat_state(gb))
+    assert flat_a.keys() == flat_b.keys() and len(flat_a) == 12  # 8 kernels + 4 biases
+    for k in flat_a:
+        assert float(jnp.max(jnp.abs(flat_b[k][...]))) > 0, k
+        np.testing.assert_allclose(flat_a[k][...], flat_b[k][...], rtol=1e-4, atol=1e-6)
+
+
+def test_gate_weights_needs_an_lstm():
+    with pytest.raises(ValueError, match="gate_weights needs an lstm cell, got 'gru'"):
+        make_cell("gru", 2, 3, rngs=nnx.Rngs(0)).gate_weights()

@@ -153,6 +153,32 @@ def test_last_output_is_the_head_on_the_last_real_token(name):
     model.project()  # the head's projection runs (NAU: W clamped to [-1, 1])
 
 
+@pytest.mark.parametrize("output", ["last", "recurrent"])
+def test_table_projection_has_the_per_token_gradients(output):
+    """features() projects the embedding table and gathers (4-gate LSTM steps): the value and
+    every parameter's gradient equal flax's LSTM over each token's embedding."""
+    from nalu_jax.units.recurrent import unroll
+
+    tokens = jnp.asarray(tr.dataset([7, 21, 300, 105, 234, 999])[0])
+    model = NumberTranslationModel(
+        len(tr.VOCAB), "nalu", rngs=nnx.Rngs(5), embedding_size=6, hidden_size=3, output=output
+    )
+    per_token = lambda m: unroll(m.lstm, m.embedding(tokens))[0]
+    np.testing.assert_allclose(model.features(tokens), per_token(model), rtol=1e-5, atol=1e-6)
+
+    def grads(features):
+        loss = lambda m: jnp.sum(jnp.sin(features(m)))
+        return dict(nnx.to_flat_state(nnx.state(nnx.grad(loss)(model))))
+
+    fast, slow = grads(lambda m: m.features(tokens)), grads(per_token)
+    assert fast.keys() == slow.keys()
+    for k in fast:
+        np.testing.assert_allclose(fast[k][...], slow[k][...], rtol=1e-4, atol=1e-6, err_msg=k)
+    emb = fast[("embedding", "embedding")][...]
+    unused = np.setdiff1d(np.arange(len(tr.VOCAB)), np.asarray(tokens))
+    assert np.all(emb[unused] == 0) and np.any(emb != 0)  # only the tokens used get a gradient
+
+
 def test_authors_setup_smoke_run(tmp_path):
     config = load_config("number_translation", "setup=authors,smoke")
     config.num_steps, config.eval_every, config.checkpoint_every = 100, 50, 100

@@ -185,6 +185,34 @@ class BaselineCell(nnx.Module):
         """``(state, x [batch, in])`` → ``(new_state, h_t [batch, hidden])``."""
         return self.core(state, x)
 
+    def gate_weights(self):
+        """The LSTM's four gates (i, f, g, o) as one matrix each: ``(w_in [in, 4·hidden],
+        w_h [hidden, 4·hidden], bias [4·hidden])``, read from the ``nnx.LSTMCell``'s own
+        parameters (nothing is stored twice; the parameter tree is the flax cell's)."""
+        if self.kind != "lstm":
+            raise ValueError(f"gate_weights needs an lstm cell, got {self.kind!r}.")
+        core = self.core
+        gates_in, gates_h = (
+            (core.ii, core.if_, core.ig, core.io),
+            (core.hi, core.hf, core.hg, core.ho),
+        )
+        w_in = jnp.concatenate([g.kernel[...] for g in gates_in], axis=1)
+        w_h = jnp.concatenate([g.kernel[...] for g in gates_h], axis=1)
+        bias = jnp.concatenate([g.bias[...] for g in gates_h])
+        return w_in, w_h, bias
+
+    def projected_step(self, state, z_in, w_h, bias):
+        """One LSTM step from its input's projection ``z_in = x_t @ w_in`` ``[batch, 4·hidden]``
+        (``gate_weights``): ``nnx.LSTMCell``'s update with the four gates in one matmul."""
+        c, h = state
+        n = self.hidden_size
+        z = z_in + (h @ w_h + bias)
+        i, f = jax.nn.sigmoid(z[:, :n]), jax.nn.sigmoid(z[:, n : 2 * n])
+        g, o = jnp.tanh(z[:, 2 * n : 3 * n]), jax.nn.sigmoid(z[:, 3 * n :])
+        c = f * c + i * g
+        h = o * jnp.tanh(c)
+        return (c, h), h
+
     def regularizers(self, state, x) -> dict:
         return {}
 
@@ -252,6 +280,30 @@ def unroll(cell, xs, *, training: bool = False, key=None, state=None):
     """
     outputs, _, final, regs = _scan(cell, xs, training, key, state, keep_outputs=True)
     return jnp.swapaxes(outputs, 0, 1), final, regs
+
+
+def unroll_projected(cell: BaselineCell, z_in, *, state=None):
+    """An LSTM over time from its inputs' projections ``z_in [batch, T, 4·hidden]`` (T >= 1),
+    each ``x_t @ w_in`` of ``cell.gate_weights()``; the same function as ``unroll(cell, xs)``
+    (equal up to float rounding: the gates are summed in another order).
+
+    The input projection is hoisted out of the time loop, so the caller can compute it as one
+    matmul over every step — or, for embedded tokens, project the embedding table once and
+    gather (``NumberTranslationModel.features``). Inside the loop one ``[hidden, 4·hidden]``
+    matmul replaces the cell's four. Returns ``(outputs [batch, T, hidden], final_state)``.
+    """
+    if state is None:
+        state = cell.initial_state(z_in.shape[0])
+    _, w_h, bias = cell.gate_weights()
+    z_t = jnp.swapaxes(z_in, 0, 1)
+
+    def body(state, z):
+        return cell.projected_step(state, z, w_h, bias)
+
+    # step 0 outside the scan, as in ``_scan`` (the carry must vary over the seed axis)
+    first, y0 = body(state, z_t[0])
+    final, ys = jax.lax.scan(body, first, z_t[1:])
+    return jnp.swapaxes(jnp.concatenate([y0[None], ys]), 0, 1), final
 
 
 def final_output(cell, xs, *, training: bool = False, key=None, state=None):
