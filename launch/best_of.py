@@ -2,7 +2,8 @@
 validation MSE is kept, and the kept one is judged as usual.
 
     python launch/compare_models.py --config=configs/recurrent.py:op=add,seeds=64,protocol=reproduce \
-        --models=nau --config.first_seed=48 --workdir=runs/recurrent_add_restarts
+        --models=nau --config.first_seed=48 --config.model.recurrent_init=random \
+        --workdir=runs/recurrent_add_restarts
     python launch/best_of.py --k=2 --models=nau --workdir=runs/recurrent_add_restarts
 
 Seeds ``first_seed + k·i … first_seed + k·i + k − 1`` form run ``i`` (so a run of ``n`` seeds

@@ -126,7 +126,11 @@ def test_reproduce_protocol_departs_from_the_spec_only_where_documented():
         assert rep.task[field] == spec.task[field], field
     assert rep.task.threshold_epsilon == spec.task.threshold_epsilon
     assert rep.model.hidden_size == spec.model.hidden_size == 2
-    assert spec.model.recurrent_init == rep.model.recurrent_init == "random"
+    assert spec.model.recurrent_init == "random"
+    # + (seventh session): the hidden-to-hidden block starts at the identity; − keeps the random
+    assert rep.model.recurrent_init == "identity" and rep.train.reg_scale == 10.0
+    sub = load_config("recurrent", "model=nau,op=sub,protocol=reproduce")
+    assert (sub.model.recurrent_init, sub.train.reg_scale) == ("random", 10.0)
     # × (sixth session): a stronger regulariser and the identity hidden-to-hidden block
     mul = load_config("recurrent", "model=nau,op=mul,protocol=reproduce")
     assert (mul.train.reg_scale, mul.model.recurrent_init) == (1_000.0, "identity")

@@ -29,8 +29,9 @@ weights that do not extrapolate. One accumulator (hidden 1, 4 inputs, subsets of
 lr 1e-2, λ̂ = 1 ramped over steps 1,000–3,000) solved 7/8 in 5,000 steps before the units took the
 reference implementations' gradient conventions (issue 9); now 4/8 at 5,000 and 6/8 at 10,000 steps
 (``tests/test_recurrent_task.py``). The study of issue 14 and the documented protocol
-(``configs/recurrent.py:protocol=reproduce``: NAU 10/16 at length 1,000, 16/32 on held-out
-seeds, LSTM 0/16) are in
+(``configs/recurrent.py:protocol=reproduce``: NAU 54/64 at length 1,000 on fresh seeds with
+the hidden-to-hidden block started at the identity — 10/16 and 16/32 held out from the random
+init — LSTM 0/16) are in
 docs/reproductions.md "Recurrent arithmetic".
 """
 
