@@ -41,6 +41,13 @@ def as_tuples(value):
     return value
 
 
+def choice(name: str, value, allowed) -> None:
+    """ConfigError naming the field ``name`` unless ``value`` is one of ``allowed`` (listed in
+    the given order)."""
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {list(allowed)}, got {value!r}.")
+
+
 def positive_int(name, value, minimum=1):
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}.")

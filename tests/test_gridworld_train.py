@@ -62,3 +62,17 @@ def test_end_to_end_resume_and_seed_independence(tmp_path):
     config.first_seed, config.num_seeds = 1, 1  # seed 1 alone
     train_and_evaluate(config, str(tmp_path / "alone"), progress=False)
     assert _rows(f"{tmp_path}/alone/seeds.csv") == rows[1:]
+
+
+def test_memory_unit_is_checked_only_when_the_memory_agent_runs():
+    from nalu_jax.config import ConfigError
+
+    config = load_config("gridworld", "smoke")
+    config.model.unit = "nac_plus"
+    config.model.agents = ["lstm", "memory"]
+    with pytest.raises(
+        ConfigError, match=r"^model\.unit must be one of \[.*'nau'.*\], got 'nac_plus'\.$"
+    ):
+        gridworld.validate(config)
+    config.model.agents = ["lstm"]  # the unit is unused: no error
+    gridworld.validate(config)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from nalu_jax import train
-from nalu_jax.config import ConfigError, positive_int, validate_common
+from nalu_jax.config import ConfigError, choice, positive_int, validate_common
 from nalu_jax.envs.gridworld import EnvParams, GridWorld
 from nalu_jax.experiments import gridworld_report as report
 from nalu_jax.rl import a2c
@@ -61,8 +61,8 @@ def validate(config) -> None:
         raise ConfigError(
             f"model.agents must be distinct names of {sorted(AGENTS)}, got {agents!r}."
         )
-    if "memory" in agents and m.unit not in UNITS:
-        raise ConfigError(f"model.unit must be one of {sorted(UNITS)}, got {m.unit!r}.")
+    if "memory" in agents:
+        choice("model.unit", m.unit, sorted(UNITS))
     for name in ("entropy_coef", "value_coef"):
         if not tr[name] >= 0:
             raise ConfigError(f"train.{name} must be a number >= 0, got {tr[name]!r}.")

@@ -25,7 +25,7 @@ import numpy as np
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import plots, train
 from nalu_jax import report as rep
-from nalu_jax.config import ConfigError, validate_common
+from nalu_jax.config import ConfigError, choice, validate_common
 from nalu_jax.experiments import _sequence
 from nalu_jax.run import Outcome, Population
 from nalu_jax.sequence_models import TRANSLATION_OUTPUTS, NumberTranslationModel, cell_options
@@ -46,13 +46,9 @@ def validate(config) -> None:
         positive=(("model.embedding_size", m.embedding_size), ("model.hidden_size", m.hidden_size)),
     )
     names = sorted(UNITS) + list(RECURRENT_BASELINES)
-    if m.name not in names:
-        raise ConfigError(f"model.name must be one of {names}, got {m.name!r}.")
+    choice("model.name", m.name, names)
     output = output_of(config)
-    if output not in TRANSLATION_OUTPUTS:
-        raise ConfigError(
-            f"model.output must be one of {list(TRANSLATION_OUTPUTS)}, got {output!r}."
-        )
+    choice("model.output", output, TRANSLATION_OUTPUTS)
     if output == "last":
         for field, value in (
             ("learn_initial_state", m.learn_initial_state),

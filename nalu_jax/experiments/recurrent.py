@@ -47,7 +47,7 @@ from flax import nnx
 
 from nalu_jax import tasks as task_lib
 from nalu_jax import train
-from nalu_jax.config import ConfigError, positive_int
+from nalu_jax.config import ConfigError, choice, positive_int
 from nalu_jax.experiments import arithmetic
 from nalu_jax.models import RecurrentNetwork
 from nalu_jax.run import Population
@@ -100,10 +100,7 @@ def build_factory(config, task):
     hidden = config.model.hidden_size
     cell_options = dict(learn_initial_state=bool(config.model.get("learn_initial_state", True)))
     recurrent_init = config.model.get("recurrent_init", "random")
-    if recurrent_init not in RECURRENT_INITS:
-        raise ConfigError(
-            f"model.recurrent_init must be one of {list(RECURRENT_INITS)}, got {recurrent_init!r}."
-        )
+    choice("model.recurrent_init", recurrent_init, RECURRENT_INITS)
     if name in UNITS:
         cell_options.update(
             log_space=name in LOG_SPACE_UNITS,

@@ -24,7 +24,7 @@ import numpy as np
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import report as rep
 from nalu_jax import train
-from nalu_jax.config import ConfigError, validate_common
+from nalu_jax.config import ConfigError, choice, validate_common
 from nalu_jax.experiments import _sequence
 from nalu_jax.experiments import sequential_mnist_report as report
 from nalu_jax.experiments.sequential_mnist_report import FIELDS, format_summary
@@ -46,21 +46,13 @@ def validate(config) -> None:
             ("task.eval_sequences", config.task.eval_sequences),
         ),
     )
-    if config.task.name not in digits_lib.TASKS:
-        raise ConfigError(
-            f"task.name must be one of {list(digits_lib.TASKS)}, got {config.task.name!r}."
-        )
+    choice("task.name", config.task.name, digits_lib.TASKS)
     lengths = list(config.task.test_lengths)
     if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
         raise ConfigError(f"task.test_lengths must be positive integers, got {lengths!r}.")
     names = sorted(UNITS) + list(RECURRENT_BASELINES) + [SOLVED_ACCUMULATOR]
-    if config.model.name not in names:
-        raise ConfigError(f"model.name must be one of {names}, got {config.model.name!r}.")
-    if config.model.get("recurrent_init", "random") not in RECURRENT_INITS:
-        raise ConfigError(
-            f"model.recurrent_init must be one of {list(RECURRENT_INITS)}, "
-            f"got {config.model.recurrent_init!r}."
-        )
+    choice("model.name", config.model.name, names)
+    choice("model.recurrent_init", config.model.get("recurrent_init", "random"), RECURRENT_INITS)
     if isinstance(config.reference.num_seeds, bool) or config.reference.num_seeds < 0:
         raise ConfigError(
             f"reference.num_seeds must be an integer >= 0, got {config.reference.num_seeds!r}."
