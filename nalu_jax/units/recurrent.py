@@ -205,12 +205,12 @@ class BaselineCell(nnx.Module):
         """One LSTM step from its input's projection ``z_in = x_t @ w_in`` ``[batch, 4·hidden]``
         (``gate_weights``): ``nnx.LSTMCell``'s update with the four gates in one matmul."""
         c, h = state
-        n = self.hidden_size
+        n, gate, act = self.hidden_size, self.core.gate_fn, self.core.activation_fn
         z = z_in + (h @ w_h + bias)
-        i, f = jax.nn.sigmoid(z[:, :n]), jax.nn.sigmoid(z[:, n : 2 * n])
-        g, o = jnp.tanh(z[:, 2 * n : 3 * n]), jax.nn.sigmoid(z[:, 3 * n :])
+        i, f = gate(z[:, :n]), gate(z[:, n : 2 * n])
+        g, o = act(z[:, 2 * n : 3 * n]), gate(z[:, 3 * n :])
         c = f * c + i * g
-        h = o * jnp.tanh(c)
+        h = o * act(c)
         return (c, h), h
 
     def regularizers(self, state, x) -> dict:
