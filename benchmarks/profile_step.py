@@ -72,7 +72,8 @@ def kernel_breakdown(fn, args, steps: int, seeds: int, top: int) -> dict:
         if e.get("ph") == "X" and "dur" in e and not e["name"].startswith("end: "):
             total[e["name"]] += e["dur"]
             count[e["name"]] += 1
-    per_step = {k: t / (seeds * steps) for k, t in total.items() if count[k] == steps}
+    # launched once per step per seed block (or a multiple of that): the per-step kernels
+    per_step = {k: t / (seeds * steps) for k, t in total.items() if count[k] % steps == 0}
     ranked = sorted(per_step.items(), key=lambda kv: -kv[1])
     return {
         "kernels_per_step": len(per_step),

@@ -74,6 +74,8 @@ def get_config(arg=None):
     c.data.source = v["data"]  # sklearn_digits | mnist_idx | synthetic (tests only)
     c.data.directory = ""  # mnist_idx: folder of the four IDX files
     c.data.train_size = 1_500  # sklearn_digits: the first N images train, the rest test
+    c.data.synthetic_side = 8  # synthetic: image side (28: MNIST-sized images, no files needed)
+    c.data.synthetic_size = 200  # synthetic: images per split
 
     c.task = ml_collections.ConfigDict()
     c.task.name = v["task"]

@@ -92,6 +92,19 @@ def test_sklearn_digits_loader():
         digits.load_digits_dataset(data_config("emnist"))
 
 
+def test_synthetic_source_takes_its_side_and_size_from_the_config():
+    # data=synthetic gives MNIST-sized (28×28) images without files: what the 28×28 byte-identity
+    # case of tools/check_identity.py and the speed benchmark train on
+    config = load_config("sequential_mnist", "task=sum")
+    config.data.source = "synthetic"
+    assert (config.data.synthetic_side, config.data.synthetic_size) == (8, 200)
+    config.data.synthetic_side, config.data.synthetic_size = 28, 30
+    train_x, train_y, test_x, test_y = digits.load_digits_dataset(config)
+    assert train_x.shape == test_x.shape == (30, 28, 28) and train_x.dtype == np.float32
+    assert train_y.shape == test_y.shape == (30,) and set(np.unique(train_y)) <= set(range(10))
+    assert 0.0 <= train_x.min() and train_x.max() <= 1.0
+
+
 def test_cumulative_targets_by_hand():
     seq = jnp.array([[3, 1, 4, 1, 5]])
     np.testing.assert_array_equal(digits.cumulative_targets("sum", seq)[0, :, 0], [3, 4, 8, 9, 14])

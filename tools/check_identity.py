@@ -41,6 +41,14 @@ CASES = {
         ["--config=configs/sequential_mnist.py:task=sum,model=nau,smoke"],
         ("seeds.csv", "metrics.jsonl"),
     ),
+    "sequential_mnist_28_smoke": (  # 28×28 images: the CNN's band convolutions
+        [
+            "--config=configs/sequential_mnist.py:task=sum,model=nau,smoke",
+            "--config.data.source=synthetic",
+            "--config.data.synthetic_side=28",
+        ],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
     "number_translation_smoke": (
         ["--config=configs/number_translation.py:model=nau,smoke"],
         ("seeds.csv", "metrics.jsonl"),
