@@ -205,10 +205,10 @@ class BaselineCell(nnx.Module):
         """One LSTM step from its input's projection ``z_in = x_t @ w_in`` ``[batch, 4·hidden]``
         (``gate_weights``): ``nnx.LSTMCell``'s update with the four gates in one matmul."""
         c, h = state
-        n, gate, act = self.hidden_size, self.core.gate_fn, self.core.activation_fn
+        gate, act = self.core.gate_fn, self.core.activation_fn
         z = z_in + (h @ w_h + bias)
-        i, f = gate(z[:, :n]), gate(z[:, n : 2 * n])
-        g, o = act(z[:, 2 * n : 3 * n]), gate(z[:, 3 * n :])
+        zi, zf, zg, zo = jnp.split(z, 4, axis=-1)
+        i, f, g, o = gate(zi), gate(zf), act(zg), gate(zo)
         c = f * c + i * g
         h = o * act(c)
         return (c, h), h
