@@ -120,7 +120,7 @@ class RecurrentNetwork(nnx.Module):
         on = None
         if self.readout_reg_from > 0 and step is not None:
             on = jnp.asarray(step >= self.readout_reg_from, jnp.float32)
-        for n, v in self.readout.regularizers(h).items():
+        for n, v in self.readout.regularizers(h, training=training, key=out_key).items():
             regs[n] = regs[n] + (v if on is None else on * v)
         return self.readout(h, training=training, key=out_key), regs
 

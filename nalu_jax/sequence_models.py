@@ -240,7 +240,7 @@ class NumberTranslationModel(nnx.Module):
             state, out = carry
             x, pad, t = inp
             k = None if key is None else jax.random.fold_in(key, t)
-            regs = self.cell.regularizers(state, x)
+            regs = self.cell.regularizers(state, x, training=training, key=k)
             new, y = self.cell(state, x, training=training, key=k)
             new = jax.tree.map(lambda a, b: jnp.where(pad, a, b), state, new)
             return (new, jnp.where(pad, out, y)), regs

@@ -111,6 +111,42 @@ def test_regularizers_are_time_averages():
     np.testing.assert_allclose(regs["z"], np.mean(per_step), rtol=1e-5)
 
 
+def test_snmu_cell_takes_r_z_on_the_noised_input_of_each_step():
+    # sNMU's R_z is taken on x ⊙ n with the noise n of the same step's forward (the unit's
+    # contract); in a cell, step t draws n from fold_in(key, t) and its input is [x_t, h_{t−1}]
+    cell = make_cell("snmu", 2, 1, rngs=nnx.Rngs(0))
+    key = jax.random.key(7)
+    _, _, regs = unroll(cell, XS, training=True, key=key)
+    w = np.asarray(cell.unit.weight())
+    state, per_step = cell.initial_state(3), []
+    for t in range(XS.shape[1]):
+        k = jax.random.fold_in(key, t)
+        u = np.concatenate([np.asarray(XS[:, t]), np.asarray(state)], axis=-1)
+        noise = np.asarray(jax.random.uniform(k, u.shape, jnp.float32, 1.0, 5.0))
+        x_bar = np.mean(u * noise, axis=0)  # R_z = mean_ij((1 − W_ij)(1 − x̄_i)²)
+        per_step.append(np.mean((1.0 - w) * (1.0 - x_bar)[:, None] ** 2))
+        state, _ = cell(state, XS[:, t], training=True, key=k)
+    np.testing.assert_allclose(regs["z"], np.mean(per_step), rtol=1e-5)
+    clean = unroll(cell, XS)[2]["z"]  # evaluation: the un-noised input
+    assert abs(float(regs["z"]) - float(clean)) > 1e-3 * abs(float(clean))
+
+
+def test_recurrent_network_readout_regularizer_sees_the_training_noise():
+    from nalu_jax.models import RecurrentNetwork
+    from nalu_jax.units.nau_nmu import SNMU
+
+    net = RecurrentNetwork(make_cell("nau", 2, 2, rngs=nnx.Rngs(0)), SNMU(2, 1, rngs=nnx.Rngs(1)))
+    key = jax.random.key(3)
+    _, regs = net.apply_with_regularizers(XS, training=True, key=key)
+    _, clean = net.apply_with_regularizers(XS)
+    cell_key, out_key = jax.random.split(key)
+    h = unroll(net.cell, XS, training=True, key=cell_key)[0][:, -1]
+    expected = net.readout.regularizers(h, training=True, key=out_key)["z"]
+    cell_z = unroll(net.cell, XS, training=True, key=cell_key)[2]["z"]
+    np.testing.assert_allclose(regs["z"], cell_z + expected, rtol=1e-5)
+    assert float(regs["z"]) != float(clean["z"])
+
+
 @pytest.mark.parametrize("name", sorted(UNITS))
 def test_every_unit_works_as_a_cell(name):
     cell = make_cell(name, 2, 2, rngs=nnx.Rngs(1), learn_initial_state=True)

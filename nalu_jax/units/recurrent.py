@@ -124,9 +124,11 @@ class ArithmeticCell(nnx.Module):
         h = self.unit(self._inputs(state, x), training=training, key=key)
         return h, h
 
-    def regularizers(self, state, x) -> dict:
-        """The unit's regularisers on its (linear-space) input concat(x, h_{t−1})."""
-        return self.unit.regularizers(self._inputs(state, x))
+    def regularizers(self, state, x, *, training: bool = False, key=None) -> dict:
+        """The unit's regularisers on its (linear-space) input concat(x, h_{t−1}); ``training``
+        and ``key`` as the step's ``__call__`` gets them (an sNMU takes R_z on the input noised
+        with the same key)."""
+        return self.unit.regularizers(self._inputs(state, x), training=training, key=key)
 
     def project(self) -> None:
         self.unit.project()
@@ -213,7 +215,7 @@ class BaselineCell(nnx.Module):
         h = o * act(c)
         return (c, h), h
 
-    def regularizers(self, state, x) -> dict:
+    def regularizers(self, state, x, *, training: bool = False, key=None) -> dict:
         return {}
 
     def project(self) -> None:
@@ -248,7 +250,7 @@ def _scan(cell, xs, training, key, state, keep_outputs: bool):
 
     def step(state, x, t):
         k = None if key is None else jax.random.fold_in(key, t)
-        regs = cell.regularizers(state, x)
+        regs = cell.regularizers(state, x, training=training, key=k)
         state, y = cell(state, x, training=training, key=k)
         return state, y, regs
 
