@@ -27,6 +27,7 @@ on the command line, e.g. ``--config.task.test_lengths='(1,10,100)'``.
 import ml_collections
 
 from nalu_jax.config import ConfigError, parse_config_arg, run_config, sequence_train_config
+from nalu_jax.tasks import digits
 
 _TASKS = {
     # task: (train length, test lengths)
@@ -74,8 +75,8 @@ def get_config(arg=None):
     c.data.source = v["data"]  # sklearn_digits | mnist_idx | synthetic (tests only)
     c.data.directory = ""  # mnist_idx: folder of the four IDX files
     c.data.train_size = 1_500  # sklearn_digits: the first N images train, the rest test
-    c.data.synthetic_side = 8  # synthetic: image side (28: MNIST-sized images, no files needed)
-    c.data.synthetic_size = 200  # synthetic: images per split
+    c.data.synthetic_side = digits.SYNTHETIC_SIDE  # synthetic: 28 for MNIST-sized images
+    c.data.synthetic_size = digits.SYNTHETIC_SIZE  # synthetic: images per split
 
     c.task = ml_collections.ConfigDict()
     c.task.name = v["task"]

@@ -140,10 +140,9 @@ def test_recurrent_network_readout_regularizer_sees_the_training_noise():
     _, regs = net.apply_with_regularizers(XS, training=True, key=key)
     _, clean = net.apply_with_regularizers(XS)
     cell_key, out_key = jax.random.split(key)
-    h = unroll(net.cell, XS, training=True, key=cell_key)[0][:, -1]
-    expected = net.readout.regularizers(h, training=True, key=out_key)["z"]
-    cell_z = unroll(net.cell, XS, training=True, key=cell_key)[2]["z"]
-    np.testing.assert_allclose(regs["z"], cell_z + expected, rtol=1e-5)
+    ys, _, cell_regs = unroll(net.cell, XS, training=True, key=cell_key)
+    expected = net.readout.regularizers(ys[:, -1], training=True, key=out_key)["z"]
+    np.testing.assert_allclose(regs["z"], cell_regs["z"] + expected, rtol=1e-5)
     assert float(regs["z"]) != float(clean["z"])
 
 

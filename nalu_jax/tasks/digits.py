@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 SOURCES = ("sklearn_digits", "mnist_idx", "synthetic")
+SYNTHETIC_SIDE, SYNTHETIC_SIZE = 8, 200  # data=synthetic: image side, images per split
 TASKS = ("sum", "product", "count")
 MNIST_FILES = {
     "train_images": "train-images-idx3-ubyte",
@@ -99,7 +100,8 @@ def load_mnist_idx(directory: str):
 
 def _synthetic(data):
     rng = np.random.default_rng(int(data.get("synthetic_seed", 0)))
-    n, side = int(data.get("synthetic_size", 200)), int(data.get("synthetic_side", 8))
+    n = int(data.get("synthetic_size", SYNTHETIC_SIZE))
+    side = int(data.get("synthetic_side", SYNTHETIC_SIDE))
     labels = rng.integers(0, 10, 2 * n).astype(np.int32)
     # Class-dependent brightness so that a CNN can in principle learn the labels.
     images = rng.uniform(0, 0.2, (2 * n, side, side)) + labels[:, None, None] / 12.0
