@@ -153,6 +153,35 @@ def test_last_output_is_the_head_on_the_last_real_token(name):
     model.project()  # the head's projection runs (NAU: W clamped to [-1, 1])
 
 
+@pytest.mark.parametrize("name", ["nmu", "lstm"])
+def test_readout_is_a_dense_layer_between_the_lstm_and_the_head(name):
+    """``readout=True`` (the authors' set-up with a dense readout, docs/reproductions.md): the
+    head sees ``h W_r + b_r`` of the last real token's LSTM output, unbounded."""
+    numbers = [7, 21, 300, 105, 234, 40]
+    lengths = [len(tr.words(n)) for n in numbers]
+    tokens = jnp.asarray(tr.dataset(numbers)[0])
+    model = NumberTranslationModel(
+        len(tr.VOCAB),
+        name,
+        rngs=nnx.Rngs(5),
+        embedding_size=8,
+        hidden_size=4,
+        output="last",
+        readout=True,
+    )
+    model.readout.kernel[...] = 50.0 * model.readout.kernel[...]  # outputs far outside (−1, 1)
+    last = _lstm_by_hand(model, tokens)[np.arange(len(numbers)), np.asarray(lengths) - 1]
+    r = last @ np.asarray(model.readout.kernel[...]) + np.asarray(model.readout.bias[...])
+    assert np.abs(r).max() > 1.0
+    value, _ = model(tokens)
+    if name == "lstm":  # linear head on the readout
+        expected = r @ np.asarray(model.head.w[...]) + np.asarray(model.head.b[...])
+    else:  # NMU head: ∏_i (W_i r_i + 1 − W_i), W clamped to [0, 1]
+        w = np.clip(np.asarray(model.head.w[...]), 0, 1)[:, 0]
+        expected = np.prod(w * r + 1 - w, axis=1)[:, None]
+    np.testing.assert_allclose(value, expected[:, 0], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("output", ["last", "recurrent"])
 def test_table_projection_has_the_per_token_gradients(output):
     """features() projects the embedding table and gathers (4-gate LSTM steps): the value and
