@@ -92,6 +92,9 @@ def get_config(arg=None):
     c.model.log_space = "auto"  # NAC• cells accumulate in log space
     c.model.learn_initial_state = False
     c.model.recurrent_init = "random"  # or "identity": the unit cell's hidden-to-hidden block
+    # recurrent baselines: 0 = stable-nalu's (the state is the output, in (−1, 1)); H > 0 = H
+    # hidden units read out by a linear layer (docs/reproductions.md "Baselines with a readout")
+    c.model.baseline_hidden = 0
     c.model.unit_options = ml_collections.ConfigDict()
 
     c.train = sequence_train_config()

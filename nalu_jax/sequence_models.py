@@ -98,17 +98,39 @@ class SequentialDigitsModel(nnx.Module):
     0 for additive, 1 for multiplicative cells), or, for ``cell="solved_accumulator"``, the
     fixed h_t = h_{t−1} + l_t (· l_t for product): the reference model. ``softmax`` turns the
     CNN's 10 count outputs into class probabilities.
+
+    ``baseline_hidden`` H > 0 (recurrent baselines only): the baseline runs with H hidden units
+    and a linear ``H → out`` layer reads each step's state, y_t = h_t W + b. The default 0 is
+    stable-nalu's ``SequentialMnistNetwork``: the baseline's state is the output, so an LSTM,
+    GRU or RNN-tanh outputs values in (−1, 1) and cannot fit sums, products or counts above 1.
     """
 
     def __init__(
-        self, image_shape, task: str, cell: str, *, rngs, padding="auto", softmax=False, **options
+        self,
+        image_shape,
+        task: str,
+        cell: str,
+        *,
+        rngs,
+        padding="auto",
+        softmax=False,
+        baseline_hidden=0,
+        **options,
     ):
         self.task = task
         self.softmax = bool(softmax)
         out = digits_lib.output_size(task)
+        hidden = int(baseline_hidden)
+        if hidden < 0 or (hidden and cell not in RECURRENT_BASELINES):
+            raise ValueError(
+                f"baseline_hidden must be 0, or > 0 for a recurrent baseline "
+                f"({', '.join(RECURRENT_BASELINES)}); got {baseline_hidden!r} for {cell!r}."
+            )
         self.cnn = DigitCNN(image_shape, out, rngs=rngs, padding=padding)
         self.solved = cell == SOLVED_ACCUMULATOR
-        self.cell = None if self.solved else make_cell(cell, out, out, rngs=rngs, **options)
+        size = hidden or out
+        self.cell = None if self.solved else make_cell(cell, out, size, rngs=rngs, **options)
+        self.head = nnx.Linear(hidden, out, rngs=rngs) if hidden else None
 
     def digit_values(self, images):
         """images ``[N, H, W]`` → l ``[N, out]``."""
@@ -120,6 +142,8 @@ class SequentialDigitsModel(nnx.Module):
         if self.solved:
             return digits_lib.solved_accumulate(self.task, values), {}
         ys, _, regs = unroll(self.cell, values, training=training, key=key)
+        if self.head is not None:
+            ys = self.head(ys)
         return ys, regs
 
     def __call__(self, images, *, training=False, key=None):

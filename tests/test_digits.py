@@ -158,6 +158,8 @@ def test_bad_config_values_are_one_sentence(tmp_path):
         (lambda c: setattr(c.task, "test_lengths", [1, 0]), "task.test_lengths must be"),
         (lambda c: setattr(c.model, "name", "transformer"), "model.name must be one of"),
         (lambda c: setattr(c.model, "recurrent_init", "eye"), "model.recurrent_init must be"),
+        (lambda c: setattr(c.model, "baseline_hidden", -1), "model.baseline_hidden must be"),
+        (lambda c: setattr(c.model, "baseline_hidden", 8), "applies to the recurrent baselines"),
     ):
         config = tiny(load_config("sequential_mnist", "smoke"))
         change(config)
@@ -212,3 +214,40 @@ def test_identity_recurrent_init_reaches_the_count_cell():
         w = np.asarray(model.cell.unit.w[...])
         assert w.shape == (20, 10)
         assert np.array_equal(w[10:], np.eye(10)) == (init == "identity")
+
+
+@pytest.mark.parametrize("cell", ["lstm", "rnn_tanh"])
+def test_baseline_hidden_reads_the_state_out_through_a_linear_layer(cell):
+    """``baseline_hidden`` H: the baseline runs with H units and y_t = h_t W + b, so outputs
+    leave (−1, 1); at the default 0 the state is the output (stable-nalu's network)."""
+    from nalu_jax.units.recurrent import unroll
+
+    images = jnp.asarray(np.random.default_rng(0).uniform(0, 1, (3, 4, 8, 8)), jnp.float32)
+    plain = SequentialDigitsModel((8, 8), "sum", cell, rngs=nnx.Rngs(1))
+    assert plain.head is None
+    ys, _ = plain(images)
+    assert ys.shape == (3, 4, 1) and float(jnp.max(jnp.abs(ys))) < 1.0
+
+    model = SequentialDigitsModel((8, 8), "sum", cell, rngs=nnx.Rngs(1), baseline_hidden=6)
+    model.head.kernel[...] = 40.0 * model.head.kernel[...]
+    ys, _ = model(images)
+    values = model.digit_values(images.reshape(12, 8, 8)).reshape(3, 4, 1)
+    states, _, _ = unroll(model.cell, values)
+    assert states.shape == (3, 4, 6)
+    expected = np.asarray(states) @ np.asarray(model.head.kernel[...]) + np.asarray(
+        model.head.bias[...]
+    )
+    np.testing.assert_allclose(np.asarray(ys), expected, rtol=1e-5, atol=1e-5)
+    assert float(jnp.max(jnp.abs(ys))) > 1.0
+    with pytest.raises(ValueError, match="baseline_hidden"):
+        SequentialDigitsModel((8, 8), "sum", "nau", rngs=nnx.Rngs(1), baseline_hidden=6)
+
+
+def test_baseline_hidden_smoke_run_trains(tmp_path):
+    config = tiny(load_config("sequential_mnist", "task=sum,model=lstm,smoke"))
+    config.model.baseline_hidden = 8
+    config.reference.thresholds = (2.0, 20.0, 50.0)
+    summary = train_and_evaluate(config, str(tmp_path), progress=False)
+    assert summary["diverged"] == 0
+    rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
+    assert len(rows) == 2 and all(np.isfinite(float(r["mse_last_3"])) for r in rows)

@@ -53,6 +53,14 @@ def validate(config) -> None:
     names = sorted(UNITS) + list(RECURRENT_BASELINES) + [SOLVED_ACCUMULATOR]
     choice("model.name", config.model.name, names)
     choice("model.recurrent_init", config.model.get("recurrent_init", "random"), RECURRENT_INITS)
+    hidden = config.model.get("baseline_hidden", 0)
+    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 0:
+        raise ConfigError(f"model.baseline_hidden must be an integer >= 0, got {hidden!r}.")
+    if hidden and config.model.name not in RECURRENT_BASELINES:
+        raise ConfigError(
+            f"model.baseline_hidden applies to the recurrent baselines "
+            f"({', '.join(RECURRENT_BASELINES)}) only; set it to 0 for {config.model.name!r}."
+        )
     if isinstance(config.reference.num_seeds, bool) or config.reference.num_seeds < 0:
         raise ConfigError(
             f"reference.num_seeds must be an integer >= 0, got {config.reference.num_seeds!r}."
@@ -104,6 +112,7 @@ def make_trainer(config, cell: str | None = None, dataset=None) -> train.Trainer
             rngs=rngs,
             padding=m.cnn_padding,
             softmax=m.softmax,
+            baseline_hidden=m.get("baseline_hidden", 0) if cell in RECURRENT_BASELINES else 0,
             **options,
         )
 
