@@ -1,0 +1,68 @@
+"""Repro: XLA:CPU never finishes the vmapped init of a sequential-MNIST LSTM with a readout.
+
+    python tools/repro_init_hang.py            # H = 16 and 32, 10 seeds, 60 s each
+
+Found in the ninth session (jax/jaxlib 0.10.2, this 2-core CPU): ``jax.jit(jax.vmap(init))``
+of ``configs/sequential_mnist.py:task=sum,model=lstm`` with ``model.baseline_hidden`` = H
+returns from dispatch and then waits forever (every XLA thread idle in the thread pool) for
+H >= 32 at 6 or more seeds; H <= 24, or 4 seeds, finish in ~2 s. Also without
+``nalu_jax.hostenv`` (one device). Each case runs in a child process with a timeout, so this
+script itself always ends; it prints "finishes" or "HANGS" per case. Re-run after a jaxlib
+upgrade; until then use ``baseline_hidden`` <= 24 (the documented runs use 16).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = """
+import sys
+sys.path.insert(0, {root!r})
+from nalu_jax.hostenv import configure_host_devices
+configure_host_devices()
+import importlib.util
+import jax
+import numpy as np
+from nalu_jax import train
+from nalu_jax.experiments import sequential_mnist as sm
+spec = importlib.util.spec_from_file_location("c", {config!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+c = module.get_config("task=sum,model=lstm")
+c.model.baseline_hidden = {hidden}
+trainer = sm.make_trainer(c)
+states = jax.jit(jax.vmap(trainer.init))(train.seed_keys(0, np.arange({seeds})))
+jax.block_until_ready(states)
+print("finished")
+"""
+
+
+def case(hidden: int, seeds: int, timeout: float) -> str:
+    code = CHILD.format(
+        root=ROOT,
+        config=os.path.join(ROOT, "configs", "sequential_mnist.py"),
+        hidden=hidden,
+        seeds=seeds,
+    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return f"HANGS (no result in {timeout:.0f} s)"
+    if out.returncode != 0 or "finished" not in out.stdout:
+        return f"fails (exit {out.returncode}): {out.stderr.strip().splitlines()[-1:]}"
+    return "finishes"
+
+
+def main() -> None:
+    for hidden, seeds in ((16, 10), (32, 10)):
+        print(f"baseline_hidden={hidden}, {seeds} seeds: {case(hidden, seeds, 60.0)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
