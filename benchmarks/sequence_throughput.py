@@ -26,7 +26,7 @@ Prints a table and one JSON line per case and mode.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import os
 import sys
@@ -41,6 +41,7 @@ from flax import nnx  # noqa: E402
 
 from nalu_jax import conv, population  # noqa: E402
 from nalu_jax import sequence_models as sm  # noqa: E402
+from nalu_jax.config import load_config  # noqa: E402
 
 # case: (experiment, config arg, image side or None)
 CASES = {
@@ -53,13 +54,6 @@ CASES = {
     "translation": ("number_translation", "model=nau", None),
     "translation_authors": ("number_translation", "model=nalu,setup=authors", None),
 }
-
-
-def load_config(name: str, arg: str):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "configs", name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(arg)
 
 
 def lax_cnn_call(self, images):

@@ -31,14 +31,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def arithmetic_config(model: str, settings=()):
     """``configs/arithmetic.py:model=M,op=mul`` with ``--set field=value`` overrides applied
     (e.g. ``seed_block=64``; a field whose default is None takes a float)."""
-    import importlib.util
+    sys.path.insert(0, ROOT)
+    from nalu_jax.config import load_config
 
-    spec = importlib.util.spec_from_file_location(
-        "cfg", os.path.join(ROOT, "configs/arithmetic.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    config = module.get_config(f"model={model},op=mul")
+    config = load_config("arithmetic", f"model={model},op=mul")
     for item in settings:
         key, value = item.split("=", 1)
         target = config

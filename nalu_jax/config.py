@@ -9,7 +9,9 @@ than in ``configs/`` so that a config file loads from any working directory.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 
 import ml_collections
 
@@ -239,6 +241,27 @@ def parse_config_arg(arg: str | None, defaults: dict, switches=("smoke",)) -> di
                 f"config variant {key} must be a {kind.__name__}, got {value!r}."
             ) from None
     return out
+
+
+#: the repository's ``configs/`` folder (beside the package in a checkout or editable install)
+CONFIGS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+
+
+def load_config(name: str, arg: str | None = None):
+    """``configs/NAME.py``'s ``get_config(arg)`` (or a config file's, given its path), as the
+    ``--config=FILE:ARG`` flag calls it — for tests, benchmarks and scripts outside absl.
+
+    >>> load_config("arithmetic", "model=nmu,op=mul").model.name
+    'nmu'
+    """
+    path = name if name.endswith(".py") else os.path.join(CONFIGS_DIR, f"{name}.py")
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path!r} does not exist.")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(f"nalu_jax_config_{stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_config(arg)
 
 
 def prefix(section: str, message: str) -> str:

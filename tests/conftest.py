@@ -1,20 +1,12 @@
 """Shared fixtures: config loading and an isolated threshold cache for every test."""
 
-import importlib.util
 import os
 
 import pytest
 
+from nalu_jax.config import load_config  # noqa: F401  (tests import it from here)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load_config(name: str, arg: str | None = None):
-    """``configs/NAME.py``'s ``get_config(arg)``, as ml-collections' config flag would call it."""
-    path = os.path.join(ROOT, "configs", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"config_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(arg)
 
 
 def tiny(config, *, seeds=2, steps=1000, eval_every=500):

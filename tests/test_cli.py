@@ -103,3 +103,21 @@ def test_workdir_with_other_config(tmp_path):
     assert out.returncode == 2 and "config differs in task.op" in out.stderr
     out = run_cli(SMOKE, *SMALL, "--config.task.op=add", "--overwrite", workdir=tmp_path)
     assert out.returncode == 0, out.stderr
+
+
+def test_load_config_by_name_or_path_as_the_config_flag_does(tmp_path):
+    from nalu_jax.config import ConfigError, load_config
+
+    by_name = load_config("sequential_mnist", "task=product,model=nmu")
+    by_path = load_config(os.path.join(ROOT, "configs", "sequential_mnist.py"), "task=product")
+    assert (by_name.task.name, by_name.model.name, by_name.task.train_length) == (
+        "product",
+        "nmu",
+        2,
+    )
+    assert by_path.task.test_lengths == tuple(range(1, 21))
+    own = tmp_path / "mine.py"
+    own.write_text("def get_config(arg=None):\n    return {'arg': arg}\n")
+    assert load_config(str(own), "x=1") == {"arg": "x=1"}
+    with pytest.raises(ConfigError, match="config file .*nosuch.py' does not exist"):
+        load_config("nosuch")

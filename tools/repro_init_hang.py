@@ -24,15 +24,12 @@ import sys
 sys.path.insert(0, {root!r})
 from nalu_jax.hostenv import configure_host_devices
 configure_host_devices()
-import importlib.util
 import jax
 import numpy as np
 from nalu_jax import train
+from nalu_jax.config import load_config
 from nalu_jax.experiments import sequential_mnist as sm
-spec = importlib.util.spec_from_file_location("c", {config!r})
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-c = module.get_config("task=sum,model=lstm")
+c = load_config("sequential_mnist", "task=sum,model=lstm")
 c.model.baseline_hidden = {hidden}
 trainer = sm.make_trainer(c)
 states = jax.jit(jax.vmap(trainer.init))(train.seed_keys(0, np.arange({seeds})))
@@ -42,12 +39,7 @@ print("finished")
 
 
 def case(hidden: int, seeds: int, timeout: float) -> str:
-    code = CHILD.format(
-        root=ROOT,
-        config=os.path.join(ROOT, "configs", "sequential_mnist.py"),
-        hidden=hidden,
-        seeds=seeds,
-    )
+    code = CHILD.format(root=ROOT, hidden=hidden, seeds=seeds)
     try:
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
