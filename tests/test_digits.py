@@ -176,6 +176,13 @@ def test_smoke_run_writes_parsable_outputs(tmp_path):
     assert ref["num_seeds"] == 2 and len(ref["thresholds"]) == 3
     for g, thr in zip(summary["per_length"], ref["thresholds"], strict=True):
         assert g["threshold"] == pytest.approx(thr) and 0 <= g["solved"] <= 2
+    # the reference's own seeds: their mean and mean + t·sd/√n are reference.json's figures
+    ref_rows = list(csv.DictReader(open(tmp_path / "reference" / "seeds.csv")))
+    assert [r["seed"] for r in ref_rows] == ["0", "1"]
+    assert all(0.0 <= float(r["image_accuracy"]) <= 1.0 for r in ref_rows)
+    per_seed = np.array([[float(r[f"mse_last_{n}"]) for n in (1, 3, 5)] for r in ref_rows])
+    np.testing.assert_allclose(per_seed.mean(axis=0), ref["mse_last_mean"], rtol=1e-6)
+    np.testing.assert_allclose(thresholds_from(per_seed), ref["thresholds"], rtol=1e-6)
     lines = [json.loads(x) for x in open(tmp_path / "metrics.jsonl")]
     assert [x["step"] for x in lines] == [0, 10, 20]
     assert set(lines[-1]["lengths"]) == {"1", "3", "5"}
