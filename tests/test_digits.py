@@ -189,7 +189,12 @@ def test_smoke_run_writes_parsable_outputs(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
     assert [r["seed"] for r in rows] == ["0", "1"]
     assert {"mse_last_5", "acc_all_1", "solved_3", "diverged"} <= set(rows[0])
-    assert json.load(open(tmp_path / "summary.json"))["task"] == "sum"
+    summary_json = json.load(open(tmp_path / "summary.json"))
+    assert summary_json["task"] == "sum"
+    # the NAU cell's sparsity error max |min(|w|, |1 − |w||)| lies in [0, 0.5]
+    sparsity = [float(r["sparsity_error"]) for r in rows]
+    assert all(0.0 <= v <= 0.5 for v in sparsity)
+    assert summary_json["sparsity_error"]["0.5"] == pytest.approx(float(np.median(sparsity)))
     assert "| length |" in open(tmp_path / "summary.md").read()
     assert open(tmp_path / "curves.png", "rb").read(4) == b"\x89PNG"
 
@@ -264,3 +269,4 @@ def test_baseline_hidden_smoke_run_trains(tmp_path):
     assert summary["diverged"] == 0
     rows = list(csv.DictReader(open(tmp_path / "seeds.csv")))
     assert len(rows) == 2 and all(np.isfinite(float(r["mse_last_3"])) for r in rows)
+    assert [r["sparsity_error"] for r in rows] == ["", ""]  # an LSTM has no sparsity error
