@@ -283,7 +283,7 @@ def write_results(workdir, config, outcome: Outcome) -> dict:
             columns[f"{k}_{n}"] = final[k][:, j].astype(np.float64)
         if judged:
             columns[f"solved_{n}"] = solved[:, j].astype(int)
-    # the cell's sparsity error at the end (ICLR 2020 §4.3: R_z changes it, not the success);
+    # the cell's sparsity error at the end (ICLR 2020 §4.3 reports it beside the success);
     # empty for cells that have none (the recurrent baselines)
     columns["sparsity_error"] = np.asarray(history["sparsity"][-1], np.float64)
     rep.write_files(
