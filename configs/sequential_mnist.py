@@ -43,7 +43,8 @@ PAPER_STEPS = 100_000
 # "Profile: sequence step". 28×28 MNIST (data=mnist_idx) trains ~15× slower per step: ÷ 15
 # (product 1,060 steps, sum and count 260; measured: ~10 min per 10-seed model for the
 # product, ~8 for the sum). That keeps the hour but is short for learning on MNIST: the sum's
-# NAU learns nothing in 260 steps (docs/reproductions.md "On MNIST itself"); use steps=N.
+# NAU learns nothing in 260 steps (docs/reproductions.md "On MNIST itself"); use steps=N
+# (the docs' MNIST runs that learn: product steps=3180, sum steps=1300).
 HOUR_STEPS = {"sum": 4_000, "product": 16_000, "count": 4_000}
 HOUR_MNIST_IDX_DIVISOR = 15
 
