@@ -7,7 +7,7 @@ import pytest
 from conftest import load_config, tiny
 
 from nalu_jax.experiments.arithmetic import make_trainer as make_train
-from nalu_jax.population import blocked
+from nalu_jax.population import blocked, init_in_blocks
 from nalu_jax.train import HParams, npu_beta, reg_schedule, seed_keys
 
 
@@ -134,3 +134,21 @@ def test_empty_history_and_checkpoint_tree_are_the_layout_checkpoints_store():
     assert set(tree) == {"states", "history", "clock"}
     np.testing.assert_array_equal(tree["clock"], np.zeros(3))
     assert tree["clock"].dtype == np.float64
+
+
+@pytest.mark.parametrize("block", [1, 3, 6])
+def test_init_in_blocks_is_one_vmap_over_every_seed(block):
+    # The run loop initialises seed_block seeds per call (a vmap over every seed at once hung
+    # XLA:CPU for a sequential-MNIST LSTM with a 32-unit readout): the bits must not move.
+    trainer = make_train(tiny(load_config("arithmetic", "model=nalu,op=mul"), seeds=6))
+    keys = seed_keys(0, np.arange(6))
+    whole = jax.jit(jax.vmap(trainer.init))(keys)
+    parts = init_in_blocks(trainer.init, keys, block)
+    leaves_whole, leaves_parts = jax.tree.leaves(whole), jax.tree.leaves(parts)
+    assert len(leaves_whole) == len(leaves_parts)
+    for a, b in zip(leaves_whole, leaves_parts, strict=True):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # and not every seed alike: each block draws its own seeds' parameters
+    w = np.asarray(parts.params["layers"][0]["w_hat"][...])
+    assert not np.allclose(w[0], w[-1])
