@@ -8,7 +8,8 @@ returns from dispatch and then waits forever (every XLA thread idle in the threa
 H >= 32 at 6 or more seeds; H <= 24, or 4 seeds, finish in ~2 s. Also without
 ``nalu_jax.hostenv`` (one device). Each case runs in a child process with a timeout, so this
 script itself always ends; it prints "finishes" or "HANGS" per case. Re-run after a jaxlib
-upgrade; until then use ``baseline_hidden`` <= 24 (the documented runs use 16).
+upgrade. The run loop does not hit it: ``population.init_in_blocks`` initialises
+``seed_block`` seeds per call (1 for sequential MNIST), the same bits as one vmap.
 """
 
 from __future__ import annotations
