@@ -105,8 +105,9 @@ def get_config(arg=None):
     c.model.recurrent_init = "random"  # or "identity": the unit cell's hidden-to-hidden block
     # recurrent baselines: 0 = stable-nalu's (the state is the output, in (−1, 1)); H > 0 = H
     # hidden units read out by a linear layer (docs/reproductions.md "Baselines with a readout");
-    # any H: the run initialises seed_block seeds per call, which avoids XLA:CPU's hang of one
-    # vmapped init at H >= 32 (population.init_in_blocks, tools/repro_init_hang.py)
+    # any H at seed_block <= 5 (1 here): the run initialises seed_block seeds per call, which
+    # avoids XLA:CPU's hang of one vmapped init over 6+ seeds at H >= 32
+    # (population.init_in_blocks, tools/repro_init_hang.py)
     c.model.baseline_hidden = 0
     c.model.unit_options = ml_collections.ConfigDict()
 
