@@ -40,6 +40,12 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with vari
 _MODELS = flags.DEFINE_list("models", None, "Model names to compare, e.g. nmu,nac_mul,nalu.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Parent directory: one subdirectory per model.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per model.")
+_RESULTS = flags.DEFINE_string(
+    "results",
+    None,
+    "Commit each finished model's per-seed files to RESULTS/MODEL (results/README.md); a "
+    "model already committed there with the same config is not run again.",
+)
 
 
 def _share_reference(parent: str, workdir: str, *, before: bool) -> None:
@@ -64,17 +70,26 @@ def main(argv) -> None:
     from nalu_jax.experiments import EXPERIMENTS
     from nalu_jax.run import run
 
+    from nalu_jax.reproduce import results
+
     rows = []
     for model in _MODELS.value:
         config = base.copy_and_resolve_references()
         config.model.name = model  # λ̂, lr and other per-model defaults resolve from the name
         print(f"== {model}", flush=True)
+        cell = os.path.join(_RESULTS.value, model) if _RESULTS.value else None
         with cli.reported_errors():
             experiment = EXPERIMENTS[config.get("experiment", "arithmetic")]
             workdir = os.path.join(_WORKDIR.value, model)
-            _share_reference(_WORKDIR.value, workdir, before=True)
-            summary = run(experiment, config, workdir, progress=_PROGRESS.value)
-            _share_reference(_WORKDIR.value, workdir, before=False)
+            if cell and results.status(cell, config)[0] == "done":
+                print(f"{cell} already holds this config's results; not run again.")
+                summary = results.read_json(os.path.join(cell, "summary.json"))
+            else:
+                _share_reference(_WORKDIR.value, workdir, before=True)
+                summary = run(experiment, config, workdir, progress=_PROGRESS.value)
+                _share_reference(_WORKDIR.value, workdir, before=False)
+                if cell and summary is not None:
+                    results.commit(workdir, cell)
         rows.extend(summary["settings"] if "settings" in summary else [summary])
         for r in rows[-len(summary.get("settings", [summary])) :]:
             r["setting"] = f"{model} {r.get('setting') or ''}".strip()

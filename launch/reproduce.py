@@ -47,6 +47,23 @@ _SMOKE = flags.DEFINE_bool(
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace cells run with another protocol.")
+_RESULTS = flags.DEFINE_string(
+    "results",
+    None,
+    "Committed results root: finished cells are copied to RESULTS/TABLE/OP-MODEL, cells already "
+    "there with the same config are skipped, and a cell there with fewer seeds runs only the "
+    "missing ones. Default: the checkout's results/ (none with --smoke); '' turns it off.",
+)
+
+
+def _results_root() -> str | None:
+    if _RESULTS.value is not None:
+        return _RESULTS.value or None
+    if _SMOKE.value:
+        return None
+    from nalu_jax.reproduce.results import default_root
+
+    return default_root()
 
 
 def main(argv) -> None:
@@ -73,6 +90,7 @@ def main(argv) -> None:
                 calibration_steps=_CALIBRATION.value,
                 progress=_PROGRESS.value,
                 overwrite=_OVERWRITE.value,
+                results=_results_root(),
             )
     except ConfigError as e:
         fail(str(e))

@@ -24,6 +24,12 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. con
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints and results.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a workdir holding another config.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+_RESULTS = flags.DEFINE_string(
+    "results",
+    None,
+    "Commit the finished run's per-seed files to this results cell (e.g. results/identity/"
+    "default, see results/README.md); skipped when the cell already holds this config.",
+)
 _COORDINATOR = flags.DEFINE_string(
     "coordinator_address", None, "Multi-host: host:port of process 0 (or NALU_JAX_COORDINATOR)."
 )
@@ -47,11 +53,18 @@ def main(argv) -> None:
     from nalu_jax import distributed
     from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
 
+    from nalu_jax.reproduce import results
+
+    if _RESULTS.value and results.status(_RESULTS.value, config)[0] == "done":
+        print(f"{_RESULTS.value} already holds this config's results; nothing to run.")
+        return
     with cli.reported_errors():
         distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
         summary = train_and_evaluate(
             config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )
+        if summary is not None and _RESULTS.value:
+            results.commit(_WORKDIR.value, _RESULTS.value)
     if summary is None:  # a non-zero process of a multi-host run: process 0 reports
         return
     print(EXPERIMENTS[config.get("experiment", "arithmetic")].format_summary(summary))

@@ -17,34 +17,81 @@ from nalu_jax.reproduce.specs import TABLES, Cell, TableSpec, cell_config, table
 __all__ = ["TABLES", "Cell", "TableSpec", "cell_config", "reproduce", "table", "write"]
 
 
-def write(spec: TableSpec, workdir: str) -> list[dict]:
+def write(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
     """Merge every finished cell of ``workdir`` with the published figures: ``table.md``,
-    ``table.csv`` and the figures; returns the rows."""
+    ``table.csv`` and the figures; returns the rows. ``locate(cell)``: a cell's directory
+    (default ``WORKDIR/cells/OP-MODEL``)."""
     from nalu_jax.reproduce import figures, tables
 
-    rows = tables.collect(spec, workdir)
+    rows = tables.collect(spec, workdir, locate)
     tables.write(spec, workdir, rows)
     figures.write(spec, workdir, rows)
     return rows
 
 
+def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
+    """Per cell: ``("committed", dir)`` (skipped), ``("run", config, dir)`` or
+    ``("extend", config of the missing seeds, dir)``; results cells that hold another config
+    are left alone unless ``overwrite``."""
+    from nalu_jax.reproduce import results as results_lib
+    from nalu_jax.workdir import first_difference
+
+    plan = {}
+    for c in runnable:
+        cfg, rdir = cfgs[c.key], os.path.join(results, spec.name, c.key) if results else None
+        state, have = results_lib.status(rdir, cfg) if rdir else ("missing", 0)
+        if state == "done" and not overwrite:
+            plan[c.key] = ("committed", rdir)
+        elif state == "extend" and not overwrite:
+            more = cfg.copy_and_resolve_references()
+            more.first_seed = int(cfg.first_seed) + have
+            more.num_seeds = int(cfg.num_seeds) - have
+            plan[c.key] = ("extend", more, f"{cells_lib.cell_dir(workdir, c)}-from{have}")
+            log(f"{c.key}: results hold seeds {int(cfg.first_seed)}–"
+                f"{int(cfg.first_seed) + have - 1}; running the {more.num_seeds} more")  # fmt: skip
+        else:
+            if state == "other" and not overwrite:
+                field = first_difference(
+                    results_lib.read_json(os.path.join(rdir, "config.json")),
+                    results_lib.config_dict(cfg),
+                )
+                log(f"{c.key}: {rdir} holds another protocol ({field} differs); it is kept, this "
+                    "run stays in the workdir (--overwrite replaces it)")  # fmt: skip
+                rdir = None
+            plan[c.key] = ("run", cfg, cells_lib.cell_dir(workdir, c), rdir)
+    return plan
+
+
 def reproduce(
     name: str, workdir: str, *, models=None, ops=None, seeds=None, steps=None, overrides=None,
     calibration_steps: int = 2_000, progress: bool = True, overwrite: bool = False, log=print,
+    results: str | None = None,
 ) -> list[dict]:  # fmt: skip
     """Run every cell of table ``name`` (restricted to ``models``/``ops``) into
     ``workdir/cells/OP-MODEL``, print the estimated wall time first (a ``calibration_steps``
     run per model on this machine; 0 skips it), then write the table. Finished cells are
     skipped, stopped ones resume. ``seeds``/``steps`` reduce the protocol; ``overrides``
-    (dotted config fields) apply to every cell."""
+    (dotted config fields) apply to every cell.
+
+    ``results``: the committed results root (``results/``). A cell committed there with the
+    same config is skipped; one committed with the first seeds of the same config runs only the
+    missing seeds and merges them (``results.merge``); every finished cell is committed to
+    ``results/TABLE/OP-MODEL`` (``results.commit``). None: the workdir only.
+    """
+    import time
+
+    from nalu_jax.reproduce import results as results_lib
+
     spec = table(name)
     chosen = specs.cells(spec, models, ops)
     cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides)
     runnable = [c for c in chosen if c.key in cfgs]
+    plan = _plan(spec, runnable, cfgs, workdir, results, overwrite, log)
     pending = [
         c
         for c in runnable
-        if cells_lib.finished(cells_lib.cell_dir(workdir, c), cfgs[c.key]) is None
+        if plan[c.key][0] != "committed"
+        and cells_lib.finished(plan[c.key][2], plan[c.key][1]) is None
     ]
     for c in chosen:
         if c.variant.unavailable:
@@ -54,20 +101,39 @@ def reproduce(
     if pending and calibration_steps:
         timed = {}
         for c in pending:  # one calibration per model: the op does not change the cost
+            cfg = plan[c.key][1]
             if c.variant.key not in timed:
-                timed[c.variant.key] = cells_lib.calibrate(cfgs[c.key], calibration_steps)
-            estimates[c.key] = cells_lib.estimate_s(cfgs[c.key], timed[c.variant.key])
+                timed[c.variant.key] = cells_lib.calibrate(cfg, calibration_steps)
+            estimates[c.key] = cells_lib.estimate_s(cfg, timed[c.variant.key])
         for c in pending:
-            log(f"  {c.key}: {cells_lib.num_runs(cfgs[c.key])} runs × {cfgs[c.key].num_steps} "
+            cfg = plan[c.key][1]
+            log(f"  {c.key}: {cells_lib.num_runs(cfg)} runs × {cfg.num_steps} "
                 f"steps, estimated {cells_lib.duration(estimates[c.key])}")  # fmt: skip
         log(f"estimated wall time on this machine: {cells_lib.duration(sum(estimates.values()))}")
     os.makedirs(workdir, exist_ok=True)
+    located = {}
+
+    def locate(cell):
+        return located.get(cell.key, cells_lib.cell_dir(workdir, cell))
+
     for i, c in enumerate(runnable):
+        step = plan[c.key]
         done = c not in pending
         log(f"== {c.key} ({i + 1}/{len(runnable)}){' done, skipped' if done else ''}")
-        summary = cells_lib.run_cell(
-            c, cfgs[c.key], workdir, progress=progress, overwrite=overwrite
-        )
-        if summary is not None:
-            write(spec, workdir)
-    return write(spec, workdir)
+        if step[0] == "committed":
+            located[c.key] = step[1]
+            continue
+        t0 = time.perf_counter()
+        summary = cells_lib.run_cell(c, step[1], workdir, progress=progress, overwrite=overwrite,
+                                     directory=step[2])  # fmt: skip
+        if summary is None:  # not process 0 of a multi-host run
+            continue
+        rdir = os.path.join(results, spec.name, c.key) if results else None
+        if step[0] == "extend":
+            results_lib.merge(rdir, step[2])
+            located[c.key] = rdir
+        elif step[3] is not None:
+            results_lib.commit(step[2], step[3])
+            log(f"   committed to {step[3]} ({time.perf_counter() - t0:.0f} s)")
+        write(spec, workdir, locate)
+    return write(spec, workdir, locate)

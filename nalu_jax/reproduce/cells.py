@@ -59,12 +59,13 @@ def finished(directory: str, config) -> dict | None:
         return json.load(f)
 
 
-def run_cell(cell: Cell, config, workdir: str, *, progress=True, overwrite=False):
-    """Run (or resume, or skip) one cell; its summary, or None in a non-zero process."""
+def run_cell(cell: Cell, config, workdir: str, *, progress=True, overwrite=False, directory=None):
+    """Run (or resume, or skip) one cell in ``directory`` (default ``cell_dir``); its summary,
+    or None in a non-zero process."""
     from nalu_jax.experiments import EXPERIMENTS
     from nalu_jax.run import run
 
-    directory = cell_dir(workdir, cell)
+    directory = directory or cell_dir(workdir, cell)
     summary = finished(directory, config)
     if summary is not None and not overwrite:
         return summary

@@ -68,10 +68,13 @@ def overlap(a, b) -> str:
     return "yes" if max(a[0], b[0]) <= min(a[1], b[1]) else "no"
 
 
-def collect(spec: TableSpec, workdir: str) -> list[dict]:
+def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
     """One row per finished cell (per range for single-module), plus the unavailable variants
-    of the ops that have results; in table order."""
+    of the ops that have results; in table order. ``locate(cell)`` gives a cell's directory
+    (default: ``WORKDIR/cells/OP-MODEL``; the committed ``results/`` tree uses
+    ``results/TABLE/OP-MODEL``)."""
     pub = published(spec)
+    locate = locate or (lambda c: cell_dir(workdir, c))
     rows, ops_run = [], set()
     for cell in cells(spec):
         base = {"table": spec.name, "op": cell.op, "model": cell.variant.key,
@@ -79,7 +82,7 @@ def collect(spec: TableSpec, workdir: str) -> list[dict]:
         if cell.variant.unavailable:
             rows.append({**base, "status": cell.variant.unavailable})
             continue
-        path = os.path.join(cell_dir(workdir, cell), "summary.json")
+        path = os.path.join(locate(cell), "summary.json")
         if not os.path.exists(path):
             continue
         with open(path) as f:

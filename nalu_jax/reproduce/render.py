@@ -1,0 +1,358 @@
+"""Render ``docs/reproductions.md`` from its template and the committed ``results/`` tree.
+
+    python -m nalu_jax.reproduce.render            # rewrite docs/reproductions.md
+    python -m nalu_jax.reproduce.render --check    # exit 1 if the committed document differs
+
+The template (``docs/reproductions.template.md``) is the document's prose — claims, protocols,
+departures, the rubric, verdicts — with every figure written as a placeholder ``{{ expr }}``:
+a call of one of the functions below on a results cell (``results/<group>/<cell>``). A
+placeholder whose cell is not committed renders as "no committed data", so the document can
+never show a figure that the data does not hold, and a figure edited by hand in the rendered
+document fails ``--check`` (``tests/test_render.py``).
+
+Functions (all read ``results/``):
+  ``success(cell, setting=None)``                  "8/10 (80%) [49%, 94%]"
+  ``solved(cell)`` / ``seeds(cell)``               counts
+  ``stat(cell, key, setting=None, digits=3)``      any summary value, formatted
+  ``arith_table(table, ops=None, models=None)``    a published arithmetic table, ours beside
+                                                   the paper's, with a verdict per cell
+  ``arith_counts(table, ops=None, models=None)``   "7 of 11 cells reproduced, …" for a glance row
+  ``primer_table(ops)``                            single-module success per range
+  ``identity_table(cell)``                         identity failure: MAE per activation
+  ``lengths_table(cells, labels=None)``            success per test length per model
+  ``provenance(*cells)``                           commit, date, machine, wall time
+  ``verdict(text, *cells)``                        ``text`` when every cell is committed, else
+                                                   "no committed data"
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+
+from nalu_jax.reproduce import results as results_lib
+
+PLACEHOLDER = re.compile(r"\{\{(.+?)\}\}")
+NO_DATA = "*no committed data*"
+
+
+class Missing(Exception):
+    """A placeholder names a cell that ``results/`` does not hold."""
+
+
+def _repo() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _f(v, digits=3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e6):
+        return f"{int(v):,}"
+    return f"{v:.{digits}g}"
+
+
+def _pct(v) -> str:
+    return "—" if v is None or not math.isfinite(v) else f"{100 * v:.0f}%"
+
+
+class Renderer:
+    """The template's functions over one results root."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    # -------------------------------------------------------------------------- reading
+    def _dir(self, cell: str) -> str:
+        path = os.path.join(self.root, cell)
+        if not os.path.exists(os.path.join(path, "provenance.json")):
+            raise Missing(cell)
+        return path
+
+    def summary(self, cell: str, setting=None) -> dict:
+        s = results_lib.read_json(os.path.join(self._dir(cell), "summary.json"))
+        if setting is not None:
+            for part in s.get("settings", []):
+                values = part.get("setting_values", {})
+                if part.get("setting") == setting or setting in values.values():
+                    return part
+            raise Missing(f"{cell} setting {setting}")
+        return s
+
+    def batches(self, cell: str) -> list[dict]:
+        return results_lib.read_json(os.path.join(self._dir(cell), "provenance.json"))["batches"]
+
+    # ------------------------------------------------------------------------ functions
+    def success(self, cell, setting=None) -> str:
+        s = self.summary(cell, setting)
+        lo, hi = s["success_interval"]
+        return f"{s['solved']}/{s['num_seeds']} ({_pct(s['success_rate'])}) [{_pct(lo)}, {_pct(hi)}]"
+
+    def solved(self, cell, setting=None) -> str:
+        return str(self.summary(cell, setting)["solved"])
+
+    def seeds(self, cell, setting=None) -> str:
+        return str(self.summary(cell, setting)["num_seeds"])
+
+    def stat(self, cell, key, setting=None, digits=3) -> str:
+        v = self.summary(cell, setting)
+        for part in key.split("."):
+            v = v[int(part)] if isinstance(v, list) else v[part]
+        return _f(v, digits)
+
+    def verdict(self, text, *cells) -> str:
+        for c in cells:
+            self._dir(c)
+        return text
+
+    def provenance(self, *cells) -> str:
+        parts = []
+        for c in cells:
+            for b in self.batches(c):
+                m = b["machine"]
+                where = f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu" else (
+                    f"{m['device_kind']}"
+                )
+                parts.append(
+                    f"`{c}`: seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}, "
+                    f"commit {b['commit'][:7]}{' (modified)' if b.get('dirty') else ''}, "
+                    f"{b['date'][:10]}, {where}, {b['wall_time_s'] / 60:.1f} min"
+                )
+        return "; ".join(parts)
+
+    # ------------------------------------------------------------------- published tables
+    def _rows(self, table, ops=None, models=None):
+        from nalu_jax.reproduce import specs, tables
+
+        spec = specs.table(table)
+        wanted = set(specs.cells(spec, models, ops))
+        rows = tables.collect(
+            spec, self.root, locate=lambda c: os.path.join(self.root, table, c.key)
+        )
+        keyed = {(r["op"], r["model"], r.get("range", "")): r for r in rows}
+        out = []
+        for cell in specs.cells(spec, models, ops):
+            if cell not in wanted:
+                continue
+            r = keyed.get((cell.op, cell.variant.key, ""))
+            if r is None:
+                r = {"op": cell.op, "model": cell.variant.key, "paper_name": cell.variant.label,
+                     "status": cell.variant.unavailable or "missing"}  # fmt: skip
+            out.append(r)
+        return spec, out
+
+    @staticmethod
+    def cell_verdict(spec, r) -> str:
+        """The rubric applied to one table cell (see the document's "How to read")."""
+        if r["status"] != "done":
+            return "no committed data" if r["status"] == "missing" else "not runnable"
+        if r.get("published_success_rate") is None or not math.isfinite(
+            r.get("published_success_rate", math.nan)
+        ):
+            return "no published figure"
+        fraction = int(r["num_steps"]) / spec.num_steps
+        succ = r["success_overlap"]
+        others = [r["solved_at_overlap"], r["sparsity_error_overlap"]]
+        if succ == "yes":
+            word = "reproduced" if "no" not in others else "partly"
+        elif r["success_rate"] < r["published_success_rate"] and fraction < 1:
+            return f"not settled at {_budget(fraction)} of the budget"
+        else:
+            word = "not reproduced"
+        return word if fraction >= 1 else f"{word} at {_budget(fraction)} of the budget"
+
+    def arith_table(self, table, ops=None, models=None) -> str:
+        from nalu_jax.reproduce.specs import OP_LABELS
+        from nalu_jax.reproduce.tables import _iv
+
+        spec, rows = self._rows(table, ops, models)
+        head = ["op", "model", "seeds × steps", "success [95%]", "paper", "solved at median",
+                "paper", "solved at mean [95%]", "paper", "sparsity error [95%]", "paper",
+                "verdict"]  # fmt: skip
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
+            op = OP_LABELS.get(r["op"], r["op"])
+            if r["status"] != "done":
+                lines.append(
+                    f"| {op} | {r['paper_name']} | " + " | ".join(["—"] * (len(head) - 3))
+                    + f" | {self.cell_verdict(spec, r)} |"
+                )
+                continue
+            lines.append(
+                "| " + " | ".join([
+                    op, r["paper_name"], f"{int(r['num_seeds'])} × {_f(int(r['num_steps']))}",
+                    _iv(r, "success", pct=True), _iv(r, "success", "published_", pct=True),
+                    _f(r["solved_at_median"]), _f(r.get("published_solved_at_median")),
+                    _iv(r, "solved_at"), _iv(r, "solved_at", "published_"),
+                    _iv(r, "sparsity_error"), _iv(r, "sparsity_error", "published_"),
+                    self.cell_verdict(spec, r),
+                ]) + " |"
+            )  # fmt: skip
+        return "\n".join(lines)
+
+    def arith_counts(self, table, ops=None, models=None) -> str:
+        spec, rows = self._rows(table, ops, models)
+        verdicts = [self.cell_verdict(spec, r) for r in rows if r["status"] != "not runnable"]
+        counts: dict[str, int] = {}
+        for v in verdicts:
+            counts[v] = counts.get(v, 0) + 1
+        if set(counts) == {"no committed data"}:
+            raise Missing(table)
+        return "; ".join(f"{n} of {len(verdicts)} cells {v}" for v, n in counts.items())
+
+    def timing_table(self, table, ops=None, models=None) -> str:
+        from nalu_jax.reproduce import specs
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        spec = specs.table(table)
+        lines = ["| op | model | seeds | wall time | seed-steps/s | machine |", "|---|---|---|---|---|---|"]
+        for cell in specs.cells(spec, models, ops):
+            path = f"{table}/{cell.key}"
+            try:
+                batches = self.batches(path)
+            except Missing:
+                continue
+            for b in batches:
+                m = b["machine"]
+                where = f"{m['cpu']} ({m['cores']} cores)" if m["platform"] == "cpu" else m[
+                    "device_kind"]
+                lines.append(
+                    f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
+                    f"{b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1} | "
+                    f"{b['wall_time_s'] / 60:.1f} min | {_f(b['seed_steps_per_s'])} | {where} |"
+                )
+        if len(lines) == 2:
+            raise Missing(table)
+        return "\n".join(lines)
+
+    def primer_table(self, ops=("mul", "add")) -> str:
+        from nalu_jax.reproduce import specs
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        spec = specs.table("primer-single-module")
+        ranges = range(1, 10)
+        lines = ["| op | model | " + " | ".join(f"range {k}" for k in ranges) + " |",
+                 "|" + "---|" * 11]  # fmt: skip
+        found = False
+        for cell in specs.cells(spec, None, list(ops)):
+            try:
+                s = self.summary(f"primer-single-module/{cell.key}")
+            except Missing:
+                lines.append(f"| {OP_LABELS[cell.op]} | {cell.variant.label} | "
+                             + " | ".join(["—"] * 9) + " |")  # fmt: skip
+                continue
+            found = True
+            got = {p["setting_values"]["range_index"]: p for p in s["settings"]}
+            lines.append(
+                f"| {OP_LABELS[cell.op]} | {cell.variant.label} | "
+                + " | ".join(f"{got[k]['solved']}/{got[k]['num_seeds']}" if k in got else "—"
+                             for k in ranges) + " |"
+            )  # fmt: skip
+        if not found:
+            raise Missing("primer-single-module")
+        return "\n".join(lines)
+
+    def identity_table(self, cell) -> str:
+        rows = results_lib.read_csv(os.path.join(self._dir(cell), "errors.csv"))
+        s = self.summary(cell)
+        cols = [c for c in rows[0] if c not in ("activation", "lr")]
+        lines = ["| " + " | ".join(["activation"] + cols) + " |", "|" + "---|" * (len(cols) + 1)]
+        for r in rows:
+            lines.append(
+                "| " + " | ".join([r["activation"]] + [_f(float(r[c])) if r[c] else "—"
+                                                        for c in cols]) + " |"
+            )  # fmt: skip
+        del s
+        return "\n".join(lines)
+
+    def lengths_table(self, cells, labels=None, key="solved") -> str:
+        """Success per test length: one column per cell, one row per length (from each cell's
+        ``summary.json`` ``lengths`` groups)."""
+        labels = labels or [c.rsplit("/", 1)[-1] for c in cells]
+        per = []
+        for c in cells:
+            try:
+                per.append(self.summary(c))
+            except Missing:
+                per.append(None)
+        if all(p is None for p in per):
+            raise Missing(", ".join(cells))
+        lengths = []
+        for p in per:
+            for g in (p or {}).get("lengths", []):
+                if g["length"] not in lengths:
+                    lengths.append(g["length"])
+        lines = ["| length | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
+        for n in sorted(lengths):
+            row = [str(n)]
+            for p in per:
+                g = next((g for g in (p or {}).get("lengths", []) if g["length"] == n), None)
+                if p is None:
+                    row.append(NO_DATA)
+                elif g is None or "success_interval" not in g:
+                    row.append("—")
+                else:
+                    lo, hi = g["success_interval"]
+                    row.append(f"{g['solved']}/{p['num_seeds']} [{_pct(lo)}, {_pct(hi)}]")
+            lines.append("| " + " | ".join(row) + " |")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------------- template
+    def namespace(self) -> dict:
+        names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
+                 "arith_counts", "timing_table", "primer_table", "identity_table",
+                 "lengths_table")  # fmt: skip
+        return {n: getattr(self, n) for n in names}
+
+    def render(self, template: str) -> str:
+        ns = self.namespace()
+
+        def one(match):
+            try:
+                return str(eval(match.group(1).strip(), {"__builtins__": {}}, ns))  # noqa: S307
+            except Missing as e:
+                return f"{NO_DATA} (`results/{e.args[0]}`)"
+
+        return PLACEHOLDER.sub(one, template)
+
+
+def _budget(fraction: float) -> str:
+    if fraction >= 1:
+        return "the full"
+    inv = 1 / fraction
+    return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{fraction:.2g}"
+
+
+def render(template_path: str, root: str) -> str:
+    with open(template_path) as f:
+        return Renderer(root).render(f.read())
+
+
+def main(argv=None) -> int:
+    repo = _repo()
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--template", default=os.path.join(repo, "docs", "reproductions.template.md"))
+    p.add_argument("--results", default=os.path.join(repo, "results"))
+    p.add_argument("--out", default=os.path.join(repo, "docs", "reproductions.md"))
+    p.add_argument("--check", action="store_true", help="exit 1 if --out differs")
+    args = p.parse_args(argv)
+    text = render(args.template, args.results)
+    if args.check:
+        with open(args.out) as f:
+            if f.read() != text:
+                print(f"{args.out} differs from what {args.results} renders; run "
+                      "python -m nalu_jax.reproduce.render", file=sys.stderr)  # fmt: skip
+                return 1
+        return 0
+    from nalu_jax.report import atomic_write
+
+    atomic_write(args.out, text)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,408 @@
+"""Committed results: a reproduction cell's per-seed data in ``results/``, with its provenance.
+
+A run's workdir holds checkpoints, TensorBoard events and per-evaluation histories; what a
+reader needs to check a published comparison is much smaller. ``commit(workdir, cell)`` copies
+the per-seed files of a finished run into a *cell* directory of the repository's ``results/``
+tree and writes ``provenance.json`` beside them:
+
+    results/<group>/<cell>/
+        config.json       the run's config (as in the workdir)
+        summary.json      population statistics (success with a Wilson 95% interval, ...)
+        seeds.csv         one row per seed (and any other per-seed *.csv the experiment wrote,
+                          e.g. ``errors.csv``, ``lengths.csv``, ``reference/seeds.csv``,
+                          ``settings/NNN/seeds.csv`` for a sweep)
+        provenance.json   one entry per batch of seeds: commit, date, machine, devices,
+                          library versions, wall time, seed-steps/s, seeds, budget, command
+
+A cell is written atomically (a temporary directory renamed into place), so a reader sees the
+old cell or the new one. ``status(cell, config)`` says whether a committed cell already holds
+``config`` (then a launcher skips it), holds a prefix of its seeds (then only the missing seeds
+are run, as a second batch with ``first_seed`` set, and ``merge`` joins them: seed k's numbers
+do not depend on which seeds ran beside it, so the merged cell equals one run of all seeds), or
+holds another config (then it is left alone unless the launcher is told to overwrite).
+
+``docs/reproductions.md`` is rendered from this tree (``nalu_jax.reproduce.render``).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from nalu_jax.config import ConfigError
+
+#: fields that select which seeds run or how a run is watched, not what a seed computes
+SEED_FIELDS = ("num_seeds", "first_seed")
+IGNORED_FIELDS = ("tensorboard", "checkpoint_every")
+#: per-file size limit: results hold per-seed rows, not histories or checkpoints
+MAX_FILE_BYTES = 2_000_000
+#: summary keys that describe the machine's speed, not the seeds (summed or recomputed on merge)
+TIMING_KEYS = ("wall_time_s", "compile_time_s", "seed_steps_per_s", "resumed_from_step")
+_SKIP_DIRS = {"checkpoints", "checkpoints-unusable", "tensorboard", "cells"}
+
+
+def default_root() -> str:
+    """``results/`` of the source checkout this package runs from, else ``./results``."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.exists(os.path.join(here, "pyproject.toml")):
+        return os.path.join(here, "results")
+    return os.path.abspath("results")
+
+
+# ---------------------------------------------------------------------------- provenance
+
+
+def _git(*args: str) -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(
+            ["git", "-C", here, *args], capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """This machine: CPU, cores, and the JAX devices a run here uses."""
+    import jax
+
+    devices = jax.devices()
+    return {
+        "cpu": _cpu_name(),
+        "cores": os.cpu_count(),
+        "platform": devices[0].platform,
+        "devices": len(devices),
+        "device_kind": devices[0].device_kind,
+        "hostname_hash": abs(hash(platform.node())) % 10_000,
+    }
+
+
+def versions() -> dict:
+    import flax
+    import jax
+    import jaxlib
+    import optax
+
+    return {
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "flax": flax.__version__,
+        "optax": optax.__version__,
+    }
+
+
+def provenance_entry(summary: dict, config: dict, command: str | None = None) -> dict:
+    """One batch's provenance: code, machine, seeds, budget and timing of a finished run."""
+    timings = _timing(summary)
+    commit = _git("rev-parse", "HEAD")
+    if commit:
+        dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    else:  # a copy of the tree without .git (e.g. shipped to a cluster node): the launcher
+        commit = os.environ.get("NALU_JAX_COMMIT", "unknown")  # says which commit it is
+        dirty = os.environ.get("NALU_JAX_DIRTY", "") == "1"
+    return {
+        "commit": commit,
+        "dirty": dirty,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine(),
+        "versions": versions(),
+        "first_seed": int(config.get("first_seed", 0)),
+        "num_seeds": int(config["num_seeds"]),
+        "num_steps": int(config.get("num_steps", 0) or 0),
+        "command": command if command is not None else " ".join(sys.argv),
+        **timings,
+    }
+
+
+def _timing(summary: dict) -> dict:
+    """Wall time and seed-steps/s of a workdir's summary (a sweep: summed over settings)."""
+    parts = summary.get("settings") or [summary]
+    wall = sum(float(p.get("wall_time_s") or 0.0) for p in parts)
+    compile_s = sum(float(p.get("compile_time_s") or 0.0) for p in parts)
+    rates = [float(p["seed_steps_per_s"]) for p in parts if p.get("seed_steps_per_s")]
+    return {
+        "wall_time_s": round(wall, 1),
+        "compile_time_s": round(compile_s, 1),
+        "seed_steps_per_s": round(float(np.mean(rates)), 1) if rates else None,
+    }
+
+
+# ------------------------------------------------------------------------------- reading
+
+
+def read_json(path: str):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_csv(path: str) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def config_dict(config) -> dict:
+    """A config (ConfigDict, dict, or JSON text) as a plain dict."""
+    if isinstance(config, str):
+        return json.loads(config)
+    if isinstance(config, dict):
+        return json.loads(json.dumps(config))
+    return json.loads(config.to_json_best_effort())
+
+
+def _comparable(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in SEED_FIELDS + IGNORED_FIELDS}
+
+
+def status(cell: str, config) -> tuple[str, int]:
+    """Whether committed cell ``cell`` holds ``config``'s result.
+
+    Returns ``(state, seeds)``: ``("missing", 0)``; ``("done", n)`` when it holds the same
+    config with every one of its seeds; ``("extend", n)`` when it holds the same config with
+    the first ``n`` of its seeds (n < num_seeds), so only the rest need to run; ``("other", n)``
+    when it holds a different config (or seeds that are not a prefix).
+    """
+    path = os.path.join(cell, "config.json")
+    if not os.path.exists(path) or not os.path.exists(os.path.join(cell, "provenance.json")):
+        return "missing", 0
+    have, want = read_json(path), config_dict(config)
+    n = int(have.get("num_seeds", 0))
+    if _comparable(have) != _comparable(want):
+        return "other", n
+    first, total = int(want.get("first_seed", 0)), int(want["num_seeds"])
+    if int(have.get("first_seed", 0)) != first:
+        return "other", n
+    if n >= total:
+        return ("done", n) if n == total else ("other", n)
+    return "extend", n
+
+
+# ------------------------------------------------------------------------------- writing
+
+
+def _files(workdir: str):
+    """Relative paths of the per-seed files of a finished workdir."""
+    out = []
+    for root, dirs, names in os.walk(workdir):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        rel = os.path.relpath(root, workdir)
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            if name.endswith(".csv") or name in ("summary.json", "config.json", "reference.json"):
+                path = os.path.join(root, name)
+                if os.path.getsize(path) > MAX_FILE_BYTES:
+                    raise ConfigError(
+                        f"{os.path.join(rel, name)} is {os.path.getsize(path):,} bytes; results "
+                        f"hold per-seed files of at most {MAX_FILE_BYTES:,} bytes."
+                    )
+                out.append(os.path.normpath(os.path.join(rel, name)))
+    return out
+
+
+def _replace_dir(tmp: str, cell: str) -> None:
+    """Move the finished ``tmp`` directory to ``cell``, replacing it (readers see one or the
+    other)."""
+    old = None
+    if os.path.exists(cell):
+        old = tempfile.mkdtemp(prefix=".old-", dir=os.path.dirname(cell))
+        os.rmdir(old)
+        os.replace(cell, old)
+    os.replace(tmp, cell)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _tmpdir(cell: str) -> str:
+    parent = os.path.dirname(os.path.abspath(cell))
+    os.makedirs(parent, exist_ok=True)
+    return tempfile.mkdtemp(prefix=f".{os.path.basename(cell)}-", dir=parent)
+
+
+def commit(workdir: str, cell: str, *, command: str | None = None) -> str:
+    """Copy the finished run in ``workdir`` into results cell ``cell`` (replacing it), with a
+    one-batch ``provenance.json``. Returns ``cell``."""
+    from nalu_jax.report import atomic_write, dumps
+
+    if not os.path.exists(os.path.join(workdir, "summary.json")):
+        raise ConfigError(f"{workdir} holds no finished run (no summary.json) to commit.")
+    files = _files(workdir)
+    config = read_json(os.path.join(workdir, "config.json"))
+    summary = read_json(os.path.join(workdir, "summary.json"))
+    tmp = _tmpdir(cell)
+    try:
+        for rel in files:
+            os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
+            shutil.copyfile(os.path.join(workdir, rel), os.path.join(tmp, rel))
+        entry = provenance_entry(summary, config, command)
+        atomic_write(os.path.join(tmp, "provenance.json"), dumps({"batches": [entry]}) + "\n")
+        _replace_dir(tmp, cell)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return cell
+
+
+# ------------------------------------------------------------------- merging seed batches
+
+_INT_COLUMNS = ("seed", "solved", "best_step", "diverged", "diverged_at")
+_FLOAT_COLUMNS = ("interpolation_mse", "extrapolation_mse", "solved_at", "sparsity_error")
+
+
+def judgement_from_rows(rows: list[dict]) -> dict:
+    """The per-seed judgement (``metrics.judge_seeds``' fields) back from ``seeds.csv`` rows
+    (floats are written with ``repr``, so they read back exactly)."""
+    out = {}
+    for name in _INT_COLUMNS:
+        out[name] = np.array([int(r[name]) for r in rows], np.int64)
+    for name in _FLOAT_COLUMNS:
+        out[name] = np.array([float(r[name]) if r[name] != "" else math.nan for r in rows])
+    out["solved"] = out["solved"].astype(bool)
+    out["diverged"] = out["diverged"].astype(bool)
+    return out
+
+
+def _merge_summary(a: dict, b: dict, rows: list[dict]) -> dict:
+    """The summary of the union of two batches' seeds (``rows``, sorted by seed): statistics
+    recomputed from the rows with the same judgement, speed fields combined."""
+    from nalu_jax import metrics
+
+    merged = dict(a)
+    merged.update(metrics.summarize(judgement_from_rows(rows), a["threshold"]))
+    merged["first_seed"] = min(int(a["first_seed"]), int(b["first_seed"]))
+    wall = float(a.get("wall_time_s") or 0) + float(b.get("wall_time_s") or 0)
+    comp = float(a.get("compile_time_s") or 0) + float(b.get("compile_time_s") or 0)
+    merged["wall_time_s"], merged["compile_time_s"] = wall, comp
+    steps = int(a["num_steps"])
+    loop = wall - comp
+    merged["seed_steps_per_s"] = len(rows) * steps / loop if loop > 0 else 0.0
+    merged["resumed_from_step"] = None
+    return merged
+
+
+def _csv_text(rows: list[dict], header: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _merge_population(a_dir: str, b_dir: str, out_dir: str) -> dict:
+    """Merge one population's ``seeds.csv`` + ``summary.json`` (arithmetic family)."""
+    from nalu_jax.report import atomic_write, dumps, summary_markdown
+
+    with open(os.path.join(a_dir, "seeds.csv"), newline="") as f:
+        header = next(csv.reader(f))
+    rows_a = read_csv(os.path.join(a_dir, "seeds.csv"))
+    rows_b = read_csv(os.path.join(b_dir, "seeds.csv"))
+    seeds_a = {int(r["seed"]) for r in rows_a}
+    if seeds_a & {int(r["seed"]) for r in rows_b}:
+        raise ConfigError(f"{b_dir} repeats seeds of {a_dir}; a batch must bring new seeds.")
+    rows = sorted(rows_a + rows_b, key=lambda r: int(r["seed"]))
+    summary = _merge_summary(
+        read_json(os.path.join(a_dir, "summary.json")),
+        read_json(os.path.join(b_dir, "summary.json")),
+        rows,
+    )
+    os.makedirs(out_dir, exist_ok=True)
+    atomic_write(os.path.join(out_dir, "seeds.csv"), _csv_text(rows, header))
+    atomic_write(os.path.join(out_dir, "summary.json"), dumps(summary) + "\n")
+    if os.path.exists(os.path.join(a_dir, "summary.md")):
+        atomic_write(os.path.join(out_dir, "summary.md"), summary_markdown(summary))
+    return summary
+
+
+def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
+    """Add the seeds of the finished run in ``workdir`` (same config, the seeds following the
+    cell's) to committed cell ``cell``: seeds.csv rows joined in seed order, summaries
+    recomputed, a second provenance batch. For the arithmetic family (static task,
+    single-module sweeps), whose summary is a function of ``seeds.csv``."""
+    from nalu_jax.report import atomic_write, dumps
+
+    have = read_json(os.path.join(cell, "config.json"))
+    new = read_json(os.path.join(workdir, "config.json"))
+    if _comparable(have) != _comparable(new):
+        raise ConfigError(f"{workdir} was run with another config than {cell}; cannot merge.")
+    if int(new["first_seed"]) != int(have["first_seed"]) + int(have["num_seeds"]):
+        raise ConfigError(
+            f"{workdir} starts at seed {new['first_seed']}; cell {cell} needs the seeds from "
+            f"{int(have['first_seed']) + int(have['num_seeds'])} on."
+        )
+    if have.get("experiment", "arithmetic") not in ("arithmetic",):
+        raise ConfigError(
+            f"merging seed batches is implemented for the arithmetic family, not "
+            f"{have.get('experiment')!r}."
+        )
+    tmp = _tmpdir(cell)
+    try:
+        for rel in _files(cell):  # start from the committed cell
+            os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
+            shutil.copyfile(os.path.join(cell, rel), os.path.join(tmp, rel))
+        summary_b = read_json(os.path.join(workdir, "summary.json"))
+        if "settings" in summary_b:  # a sweep: merge each setting, then the combined summary
+            settings = []
+            for name in sorted(os.listdir(os.path.join(cell, "settings"))):
+                settings.append(
+                    _merge_population(
+                        os.path.join(cell, "settings", name),
+                        os.path.join(workdir, "settings", name),
+                        os.path.join(tmp, "settings", name),
+                    )
+                )
+            combined = dict(read_json(os.path.join(cell, "summary.json")))
+            combined["settings"] = settings
+            for key in ("num_seeds", "first_seed"):
+                if key in combined:
+                    combined[key] = settings[0][key]
+            atomic_write(os.path.join(tmp, "summary.json"), dumps(combined) + "\n")
+        else:
+            _merge_population(cell, workdir, tmp)
+        merged_config = dict(have)
+        merged_config["num_seeds"] = int(have["num_seeds"]) + int(new["num_seeds"])
+        atomic_write(
+            os.path.join(tmp, "config.json"),
+            json.dumps(merged_config, indent=2, sort_keys=True) + "\n",
+        )
+        batches = read_json(os.path.join(cell, "provenance.json"))["batches"]
+        batches.append(provenance_entry(summary_b, new, command))
+        atomic_write(os.path.join(tmp, "provenance.json"), dumps({"batches": batches}) + "\n")
+        _replace_dir(tmp, cell)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return cell
+
+
+def cells(root: str) -> list[str]:
+    """Every committed cell under ``root`` (directories holding ``provenance.json``)."""
+    out = []
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if "provenance.json" in names:
+            out.append(os.path.relpath(dirpath, root))
+            dirs[:] = []
+    return out

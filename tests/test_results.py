@@ -1,0 +1,85 @@
+"""Committed results (``nalu_jax.reproduce.results``) through ``launch/reproduce.py``: a finished
+cell is committed with its provenance, a cell already committed is skipped, and a cell
+extended from 2 to 4 seeds (only seeds 2–3 run) equals one run of 4 seeds, for the static
+task and for a single-module cell (nine ranges as one sweep)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from nalu_jax.reproduce import results as results_lib
+
+ENV = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1")
+TIMING = set(results_lib.TIMING_KEYS)
+
+
+def launch(*args):
+    cmd = [sys.executable, os.path.join("launch", "reproduce.py"), "--noprogress",
+           "--steps=1000", "--smoke", "--calibration_steps=0", *args]  # fmt: skip
+    out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def summary_without_timing(path):
+    s = json.load(open(os.path.join(path, "summary.json")))
+    strip = lambda d: {k: v for k, v in d.items() if k not in TIMING}
+    if "settings" in s:
+        return {"settings": [strip(p) for p in s["settings"]]}
+    return strip(s)
+
+
+CASES = {
+    "static": ("--table=iclr2020-arithmetic", "--ops=add", "--models=nau"),
+    "single_module": ("--table=primer-single-module", "--ops=add", "--models=nau"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_commit_skip_and_extend_equal_one_larger_run(case, tmp_path):
+    args, table = CASES[case], CASES[case][0].split("=")[1]
+    res, direct = tmp_path / "results", tmp_path / "direct"
+    out = launch(*args, "--seeds=2", f"--workdir={tmp_path / 'w2'}", f"--results={res}")
+    cell = res / table / "add-nau"
+    assert "committed to" in out
+    prov = json.load(open(cell / "provenance.json"))["batches"]
+    assert [(b["first_seed"], b["num_seeds"], b["num_steps"]) for b in prov] == [(0, 2, 1000)]
+    assert prov[0]["machine"]["platform"] == "cpu" and prov[0]["versions"]["jax"]
+    assert not (cell / "checkpoints").exists() and not (cell / "metrics.jsonl").exists()
+
+    again = launch(*args, "--seeds=2", f"--workdir={tmp_path / 'w2b'}", f"--results={res}")
+    assert "1 cells, 1 already done" in again and "committed to" not in again
+
+    more = launch(*args, "--seeds=4", f"--workdir={tmp_path / 'w4'}", f"--results={res}")
+    assert "running the 2 more" in more
+    launch(*args, "--seeds=4", f"--workdir={tmp_path / 'w4direct'}", f"--results={direct}")
+    one = direct / table / "add-nau"
+    for rel in results_lib._files(str(one)):
+        if rel.endswith(".csv"):
+            assert (cell / rel).read_text() == (one / rel).read_text(), rel
+    assert summary_without_timing(cell) == summary_without_timing(one)
+    assert json.load(open(cell / "config.json")) == json.load(open(one / "config.json"))
+    prov = json.load(open(cell / "provenance.json"))["batches"]
+    assert [(b["first_seed"], b["num_seeds"]) for b in prov] == [(0, 2), (2, 2)]
+    assert results_lib.status(str(cell), json.load(open(one / "config.json")))[0] == "done"
+
+
+def test_status_and_refusals(tmp_path):
+    cell = tmp_path / "cell"
+    config = {"num_seeds": 4, "first_seed": 0, "num_steps": 10, "model": {"name": "nau"}}
+    assert results_lib.status(str(cell), config) == ("missing", 0)
+    cell.mkdir()
+    (cell / "config.json").write_text(json.dumps({**config, "num_seeds": 2}))
+    (cell / "provenance.json").write_text('{"batches": []}')
+    assert results_lib.status(str(cell), config) == ("extend", 2)
+    assert results_lib.status(str(cell), {**config, "num_seeds": 2}) == ("done", 2)
+    assert results_lib.status(str(cell), {**config, "num_seeds": 1}) == ("other", 2)
+    other = {**config, "model": {"name": "nmu"}}
+    assert results_lib.status(str(cell), other) == ("other", 2)
+    assert results_lib.status(str(cell), {**config, "tensorboard": False})[0] == "extend"
+    with pytest.raises(results_lib.ConfigError, match="no finished run"):
+        results_lib.commit(str(tmp_path / "nothing"), str(tmp_path / "c2"))
