@@ -68,9 +68,8 @@ def main(argv) -> None:
         fail("--models and --workdir are required, e.g. --models=nmu,nac_mul --workdir=runs/x.")
     logging.set_verbosity(logging.FATAL)  # as nalu_jax.main: orbax tracebacks become one sentence
     from nalu_jax.experiments import EXPERIMENTS
-    from nalu_jax.run import run
-
     from nalu_jax.reproduce import results
+    from nalu_jax.run import run
 
     rows = []
     for model in _MODELS.value:

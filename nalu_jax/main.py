@@ -52,7 +52,6 @@ def main(argv) -> None:
     logging.set_verbosity(logging.FATAL)
     from nalu_jax import distributed
     from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
-
     from nalu_jax.reproduce import results
 
     if _RESULTS.value and results.status(_RESULTS.value, config)[0] == "done":

@@ -89,7 +89,9 @@ class Renderer:
     def success(self, cell, setting=None) -> str:
         s = self.summary(cell, setting)
         lo, hi = s["success_interval"]
-        return f"{s['solved']}/{s['num_seeds']} ({_pct(s['success_rate'])}) [{_pct(lo)}, {_pct(hi)}]"
+        return (
+            f"{s['solved']}/{s['num_seeds']} ({_pct(s['success_rate'])}) [{_pct(lo)}, {_pct(hi)}]"
+        )
 
     def solved(self, cell, setting=None) -> str:
         return str(self.summary(cell, setting)["solved"])
@@ -113,8 +115,10 @@ class Renderer:
         for c in cells:
             for b in self.batches(c):
                 m = b["machine"]
-                where = f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu" else (
-                    f"{m['device_kind']}"
+                where = (
+                    f"{m['cpu']}, {m['cores']} cores"
+                    if m["platform"] == "cpu"
+                    else (f"{m['device_kind']}")
                 )
                 parts.append(
                     f"`{c}`: seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}, "
@@ -177,7 +181,8 @@ class Renderer:
             op = OP_LABELS.get(r["op"], r["op"])
             if r["status"] != "done":
                 lines.append(
-                    f"| {op} | {r['paper_name']} | " + " | ".join(["—"] * (len(head) - 3))
+                    f"| {op} | {r['paper_name']} | "
+                    + " | ".join(["—"] * (len(head) - 3))
                     + f" | {self.cell_verdict(spec, r)} |"
                 )
                 continue
@@ -208,7 +213,10 @@ class Renderer:
         from nalu_jax.reproduce.specs import OP_LABELS
 
         spec = specs.table(table)
-        lines = ["| op | model | seeds | wall time | seed-steps/s | machine |", "|---|---|---|---|---|---|"]
+        lines = [
+            "| op | model | seeds | wall time | seed-steps/s | machine |",
+            "|---|---|---|---|---|---|",
+        ]
         for cell in specs.cells(spec, models, ops):
             path = f"{table}/{cell.key}"
             try:
@@ -217,8 +225,11 @@ class Renderer:
                 continue
             for b in batches:
                 m = b["machine"]
-                where = f"{m['cpu']} ({m['cores']} cores)" if m["platform"] == "cpu" else m[
-                    "device_kind"]
+                where = (
+                    f"{m['cpu']} ({m['cores']} cores)"
+                    if m["platform"] == "cpu"
+                    else m["device_kind"]
+                )
                 lines.append(
                     f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
                     f"{b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1} | "
