@@ -200,7 +200,8 @@ class Renderer:
 
     def arith_counts(self, table, ops=None, models=None) -> str:
         spec, rows = self._rows(table, ops, models)
-        verdicts = [self.cell_verdict(spec, r) for r in rows if r["status"] != "not runnable"]
+        verdicts = [self.cell_verdict(spec, r) for r in rows]
+        verdicts = [v for v in verdicts if v != "not runnable"]
         counts: dict[str, int] = {}
         for v in verdicts:
             counts[v] = counts.get(v, 0) + 1
@@ -267,21 +268,52 @@ class Renderer:
         return "\n".join(lines)
 
     def identity_table(self, cell) -> str:
-        rows = results_lib.read_csv(os.path.join(self._dir(cell), "errors.csv"))
+        """MAE inside and outside the training range per activation, mean [95% CI]."""
         s = self.summary(cell)
-        cols = [c for c in rows[0] if c not in ("activation", "lr")]
-        lines = ["| " + " | ".join(["activation"] + cols) + " |", "|" + "---|" * (len(cols) + 1)]
-        for r in rows:
-            lines.append(
-                "| " + " | ".join([r["activation"]] + [_f(float(r[c])) if r[c] else "—"
-                                                        for c in cols]) + " |"
-            )  # fmt: skip
-        del s
+
+        def iv(d):
+            lo, hi = d["interval"]
+            return f"{_f(d['mean'])} [{_f(lo)}, {_f(hi)}]"
+
+        lines = ["| activation | MAE inside the training range | MAE outside | diverged |",
+                 "|---|---|---|---|"]  # fmt: skip
+        for name, a in s["activations"].items():
+            lines.append(f"| {name} | {iv(a['mae_inside'])} | {iv(a['mae_outside'])} | "
+                         f"{a['diverged']} |")  # fmt: skip
         return "\n".join(lines)
+
+    def successes(self, group, models, labels=None, setting=None) -> str:
+        """ "NAC₊ 0/16 [0%, 19%]; NALU …" for ``group/MODEL`` cells; "—" for a missing one."""
+        labels = labels or models
+        parts, found = [], False
+        for m, label in zip(models, labels, strict=True):
+            try:
+                s = self.summary(f"{group}/{m}", setting)
+                if "splits" in s:  # number translation: the test split
+                    s = next(p for p in s["splits"] if p["split"] == "test") | {
+                        "num_seeds": s["num_seeds"]
+                    }
+                lo, hi = s["success_interval"]
+                parts.append(f"{label} {s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]")
+                found = True
+            except Missing:
+                parts.append(f"{label} —")
+        if not found:
+            raise Missing(group)
+        return "; ".join(parts)
+
+    def at_length(self, cell, length) -> str:
+        """Sequential MNIST: "8/10 [49%, 94%]" at one test length."""
+        s = self.summary(cell)
+        g = next((g for g in s["per_length"] if g["length"] == length), None)
+        if g is None or "success_interval" not in g:
+            return "—"
+        lo, hi = g["success_interval"]
+        return f"{g['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]"
 
     def lengths_table(self, cells, labels=None, key="solved") -> str:
         """Success per test length: one column per cell, one row per length (from each cell's
-        ``summary.json`` ``lengths`` groups)."""
+        ``summary.json`` ``per_length`` groups; sequential MNIST)."""
         labels = labels or [c.rsplit("/", 1)[-1] for c in cells]
         per = []
         for c in cells:
@@ -293,14 +325,14 @@ class Renderer:
             raise Missing(", ".join(cells))
         lengths = []
         for p in per:
-            for g in (p or {}).get("lengths", []):
+            for g in (p or {}).get("per_length", []):
                 if g["length"] not in lengths:
                     lengths.append(g["length"])
         lines = ["| length | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
         for n in sorted(lengths):
             row = [str(n)]
             for p in per:
-                g = next((g for g in (p or {}).get("lengths", []) if g["length"] == n), None)
+                g = next((g for g in (p or {}).get("per_length", []) if g["length"] == n), None)
                 if p is None:
                     row.append(NO_DATA)
                 elif g is None or "success_interval" not in g:
@@ -315,7 +347,7 @@ class Renderer:
     def namespace(self) -> dict:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
                  "arith_counts", "timing_table", "primer_table", "identity_table",
-                 "lengths_table")  # fmt: skip
+                 "lengths_table", "successes", "at_length")  # fmt: skip
         return {n: getattr(self, n) for n in names}
 
     def render(self, template: str) -> str:

@@ -1,0 +1,94 @@
+"""``docs/reproductions.md`` is rendered from its template and ``results/``
+(``nalu_jax.reproduce.render``): the committed document is what the committed data renders, a
+figure edited by hand fails the check, a missing cell renders as "no committed data", and a
+table cell's verdict follows the rubric."""
+
+import json
+import os
+
+import pytest
+from conftest import ROOT
+
+from nalu_jax.reproduce import render
+
+TEMPLATE = os.path.join(ROOT, "docs", "reproductions.template.md")
+DOC = os.path.join(ROOT, "docs", "reproductions.md")
+
+
+def test_committed_document_is_what_the_committed_results_render():
+    assert render.main(["--check"]) == 0, (
+        "docs/reproductions.md differs from what results/ renders: edit "
+        "docs/reproductions.template.md and run python -m nalu_jax.reproduce.render"
+    )
+
+
+def _cell(root, path, summary, config=None, batches=None):
+    d = root / path
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "config.json").write_text(json.dumps(config or {"num_seeds": summary["num_seeds"]}))
+    machine = {"cpu": "Test CPU", "cores": 2, "platform": "cpu", "devices": 2,
+               "device_kind": "cpu"}  # fmt: skip
+    batch = {"first_seed": 0, "num_seeds": summary["num_seeds"], "commit": "abcdef0123",
+             "dirty": False, "date": "2026-11-23T10:00:00Z", "machine": machine,
+             "wall_time_s": 600.0, "seed_steps_per_s": 1000.0}  # fmt: skip
+    (d / "provenance.json").write_text(json.dumps({"batches": batches or [batch]}))
+
+
+def _arith_summary(solved, n, steps, solved_at=(1.6e4, 1.5e4, 1.7e4), sparsity=(3e-5, 2e-5, 4e-5)):
+    from nalu_jax import metrics
+
+    return {
+        "num_seeds": n, "num_steps": steps, "solved": solved, "success_rate": solved / n,
+        "success_interval": list(metrics.wilson_interval(solved, n)), "diverged": 0,
+        "solved_at_median": solved_at[0], "solved_at_mean": solved_at[0],
+        "solved_at_interval": list(solved_at[1:]), "sparsity_error_mean": sparsity[0],
+        "sparsity_error_interval": list(sparsity[1:]), "wall_time_s": 600.0,
+    }  # fmt: skip
+
+
+def test_a_figure_edited_by_hand_fails_the_check(tmp_path):
+    root = tmp_path / "results"
+    _cell(root, "demo/nau", {"num_seeds": 10, "solved": 7, "success_rate": 0.7,
+                             "success_interval": [0.397, 0.892]})  # fmt: skip
+    template = tmp_path / "t.md"
+    template.write_text("NAU: {{ success('demo/nau') }}\nmissing: {{ success('demo/nmu') }}\n")
+    out = tmp_path / "doc.md"
+    args = ["--template", str(template), "--results", str(root), "--out", str(out)]
+    assert render.main(args) == 0
+    text = out.read_text()
+    assert text == (
+        "NAU: 7/10 (70%) [40%, 89%]\nmissing: *no committed data* (`results/demo/nmu`)\n"
+    )
+    assert render.main([*args, "--check"]) == 0
+    out.write_text(text.replace("7/10", "8/10"))  # a figure typed by hand
+    assert render.main([*args, "--check"]) == 1
+
+
+@pytest.mark.parametrize(
+    "solved, steps, sparsity, verdict",
+    [
+        (20, 5_000_000, (3e-5, 2e-5, 4e-5), "reproduced"),  # all three intervals overlap
+        (20, 5_000_000, (0.4, 0.3, 0.5), "partly"),  # success yes, sparsity far apart
+        (0, 200_000, (3e-5, 2e-5, 4e-5), "not settled at 1/25 of the budget"),
+        (0, 5_000_000, (3e-5, 2e-5, 4e-5), "not reproduced"),
+        (20, 200_000, (3e-5, 2e-5, 4e-5), "reproduced at 1/25 of the budget"),
+    ],
+)
+def test_table_cell_verdict_follows_the_rubric(tmp_path, solved, steps, sparsity, verdict):
+    # the paper: NAU on +, 100% [96%, 100%], solved at 3.9e5 [3.54e5, 4.35e5], sparsity
+    # 3.19e-5 [1.89e-5, 4.48e-5]; ours solved at [3.5e5, 4.4e5] overlaps it
+    root = tmp_path / "results"
+    s = _arith_summary(solved, 20, steps, (3.9e5, 3.5e5, 4.4e5), sparsity)
+    _cell(root, "iclr2020-arithmetic/add-nau", s)
+    table = render.Renderer(str(root)).arith_table("iclr2020-arithmetic", ops=["add"],
+                                                   models=["nau", "nmu"])  # fmt: skip
+    nau, nmu = table.splitlines()[2:4]
+    assert nau.startswith("| + | NAU | 20 × ") and nau.endswith(f"| {verdict} |")
+    assert nmu.endswith("| no committed data |")
+
+
+def test_template_cites_no_file_outside_the_repository():
+    text = open(TEMPLATE).read()
+    for word in ("tasks.md", "units.md", "shared/spec", "/work/", "session"):
+        assert word not in text
