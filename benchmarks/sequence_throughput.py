@@ -1,5 +1,5 @@
 """Training-step throughput of the sequence experiments against the machine's matmul rate (a
-benchmark, not a test; issue 14 "Speed first").
+benchmark, not a test).
 
     python benchmarks/sequence_throughput.py                    # every case, 10 seeds × B vs 1 × 10B
     python benchmarks/sequence_throughput.py --cases mnist8_product --cnn both --rounds 5
@@ -104,7 +104,7 @@ def translation_sizes(config) -> tuple[int, int, int, int]:
 def per_token_flops(config) -> float:
     """Translation FLOPs counted as if every token's embedding were projected (4 gates of
     E + H → H per token: the count of the per-token LSTM that ran before the table projection,
-    and of issue 14's target) — the same function, more work than the step now does."""
+    and of the speed target set against it) — the same function, more work than the step now does."""
     e, h, tokens, _ = translation_sizes(config)
     return 2.0 * 3 * (4 * (e + h) * h + (h + 1)) * tokens * int(config.train.batch_size)
 

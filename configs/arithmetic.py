@@ -1,4 +1,4 @@
-"""The static arithmetic task (tasks.md §1): a two-layer network, many seeds in one program.
+"""The static arithmetic task (docs/protocols.md, "Static arithmetic"): a two-layer network, many seeds in one program.
 
     python -m nalu_jax.main --config=configs/arithmetic.py:model=nmu,op=mul --workdir=runs/nmu_mul
 

@@ -1,4 +1,4 @@
-"""Identity-extrapolation failure (tasks.md §6): MLP autoencoders of a scalar, per activation.
+"""Identity-extrapolation failure (docs/protocols.md, "Identity-extrapolation failure"): MLP autoencoders of a scalar, per activation.
 
     python -m nalu_jax.main --config=configs/identity.py --workdir=runs/identity
 

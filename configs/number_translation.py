@@ -1,4 +1,4 @@
-"""Number translation (tasks.md §5): "two hundred and thirty four" → 234.
+"""Number translation (docs/protocols.md, "Number translation"): "two hundred and thirty four" → 234.
 
     python -m nalu_jax.main --config=configs/number_translation.py:model=nau --workdir=runs/translation_nau
 
@@ -6,7 +6,7 @@ Model: token embedding → LSTM → an arithmetic output; trained on the 169 tra
 judged on the 630 test numbers (MSE and exact-match accuracy) at each seed's
 lowest-validation-MSE evaluation. Two set-ups (``setup=``):
 
-  spec     (the default; tasks.md §5) embedding size 2 → LSTM of 2 units → a recurrent
+  spec     (the default; docs/protocols.md, "Number translation") embedding size 2 → LSTM of 2 units → a recurrent
            arithmetic output cell h_t = Cell(concat(lstm_t, h_{t−1})) (1 output, state 0)
            whose final state is the value (``model.output = "recurrent"``).
   authors  the set-up the NALU paper's authors later described for their experiment:

@@ -1,4 +1,4 @@
-"""Sequential MNIST (tasks.md §4): a CNN per digit image, a recurrent arithmetic cell on top.
+"""Sequential MNIST (docs/protocols.md, "Sequential MNIST"): a CNN per digit image, a recurrent arithmetic cell on top.
 
     python -m nalu_jax.main --config=configs/sequential_mnist.py:task=sum,model=nau --workdir=runs/smnist_sum_nau
 
@@ -10,7 +10,7 @@ Variants (comma-separated in the config string):
                (lstm, gru, rnn_tanh, rnn_relu) or solved_accumulator (the reference model)
   seeds=N      number of seeds (a vmap axis)
   protocol=P   hour (the default: a reproduction, reference population included, takes about
-               an hour on a 2-core CPU; steps per task in ``HOUR_STEPS``) or paper (tasks.md's
+               an hour on a 2-core CPU; steps per task in ``HOUR_STEPS``) or paper (the paper's
                length: 100,000 steps); either way the λ ramp runs from 10% to 100% of the steps
   steps=N      iteration budget (0: the protocol's)
   data=SRC     sklearn_digits (8×8, ships with scikit-learn, offline; the default) or mnist_idx
@@ -43,7 +43,7 @@ PAPER_STEPS = 100_000
 # "Profile: sequence step". 28×28 MNIST (data=mnist_idx) trains ~15× slower per step: ÷ 15
 # (product 1,060 steps, sum and count 260; measured: ~10 min per 10-seed model for the
 # product, ~8 for the sum). That keeps the hour but is short for learning on MNIST: the sum's
-# NAU learns nothing in 260 steps (docs/reproductions.md "On MNIST itself"); use steps=N
+# NAU learns nothing in 260 steps (docs/reproductions/sequential-mnist.md, "On MNIST itself"); use steps=N
 # (the docs' MNIST runs that learn: product steps=3180, sum steps=1300).
 HOUR_STEPS = {"sum": 4_000, "product": 16_000, "count": 4_000}
 HOUR_MNIST_IDX_DIVISOR = 15
@@ -104,7 +104,7 @@ def get_config(arg=None):
     c.model.learn_initial_state = False
     c.model.recurrent_init = "random"  # or "identity": the unit cell's hidden-to-hidden block
     # recurrent baselines: 0 = stable-nalu's (the state is the output, in (−1, 1)); H > 0 = H
-    # hidden units read out by a linear layer (docs/reproductions.md "Baselines with a readout");
+    # hidden units read out by a linear layer (docs/reproductions/sequential-mnist.md, "Baselines with a readout");
     # any H at seed_block <= 5 (1 here): the run initialises seed_block seeds per call, which
     # avoids XLA:CPU's hang of one vmapped init over 6+ seeds at H >= 32
     # (population.init_in_blocks, tools/repro_init_hang.py)
@@ -128,6 +128,6 @@ def get_config(arg=None):
         c.task.eval_sequences = 32
         c.train.batch_size = 8
         c.reference.num_seeds = 2
-    # tasks.md's λ ramp, 1e4 → 1e5 of 1e5 steps, as fractions of the budget
+    # the paper's λ ramp, 1e4 → 1e5 of 1e5 steps, as fractions of the budget
     c.train.reg_start, c.train.reg_end = 0.1 * c.num_steps, float(c.num_steps)
     return c

@@ -1,11 +1,11 @@
-"""The single-module benchmark (tasks.md §2): one unit, 2 inputs (or 10/100 with redundancy).
+"""The single-module benchmark (docs/protocols.md, "Single-module benchmark"): one unit, 2 inputs (or 10/100 with redundancy).
 
     python -m nalu_jax.main --config=configs/single_module.py:op=mul,model=nmu,range=7 --workdir=runs/sm
 
 Variants (comma-separated in the config string):
   op=OP        add, sub, mul, div
   model=UNIT   a unit of ``nalu_jax.units.UNITS`` (nac_mul, nalu, nmu, npu, real_npu, inalu, …)
-  range=K      the range pair 1–9 of tasks.md §2 (7: U[1,2) → U[2,6))
+  range=K      the range pair 1–9 (docs/protocols.md, "Single-module benchmark"; 7: U[1,2) → U[2,6))
   size=N       input size 2, 10 or 100 (redundant inputs)
   seeds=N      number of seeds (default 25)
   steps=N      iteration budget (default 50,000)

@@ -6,7 +6,7 @@ What a user importing the library reaches for first::
 
 * units (``nalu_jax.units``): every unit as an NNX module, the registry ``UNITS``,
   ``make_unit(name, in, out, rngs=...)``;
-* models (``nalu_jax.models``): ``build_model`` / ``model_factory`` (the units.md table
+* models (``nalu_jax.models``): ``build_model`` / ``model_factory`` (the model table
   ``MODELS``), ``RecurrentNetwork``;
 * the training core (``nalu_jax.train``): ``make_train(recipe, config, hparams)`` → pure
   per-seed ``init`` / ``train`` / ``evaluate``;

@@ -165,7 +165,7 @@ def base_config():
     c.train.beta1 = 0.9
     c.train.beta2 = 0.999
     c.train.adam_eps = 1e-8
-    c.train.reg_scale = none_float()  # λ̂; None: the model's default (units.md table)
+    c.train.reg_scale = none_float()  # λ̂; None: the model's default (the model table)
     c.train.reg_start = none_float()
     c.train.reg_end = none_float()
     c.train.reg_schedule = "linear"  # or "exp": 1 − exp(−1e-5·t)
@@ -182,7 +182,7 @@ def base_config():
 
 def sequence_train_config():
     """``config.train`` of the sequence experiments (sequential MNIST, number translation):
-    batch 64, Adam 1e-3, the λ ramp from step 1e4 to 1e5 (tasks.md §4); λ̂ None picks the
+    batch 64, Adam 1e-3, the λ ramp from step 1e4 to 1e5 (docs/protocols.md, "Sequential MNIST"); λ̂ None picks the
     cell unit's value (NAU 0.01, else 10)."""
 
     t = ml_collections.ConfigDict()

@@ -1,4 +1,4 @@
-"""Per-seed judgement and population statistics (tasks.md §1, "Per-seed judgement" and
+"""Per-seed judgement and population statistics (docs/protocols.md, "Judgement of a seed and of a population":
 "Population summary"). Pure numpy and the standard library; no scipy.
 
 Methods:

@@ -1,4 +1,4 @@
-"""Arithmetic networks built from registered units, and the model table of ``units.md``.
+"""Arithmetic networks built from registered units, and the model table (λ̂ and schedule per model).
 
 * ``ArithmeticNetwork``: a stack of units (two layers ``in → hidden → 1`` for the arithmetic
   task, one unit ``in → 1`` for the single-module benchmark).

@@ -1,5 +1,5 @@
-"""Models of the recurrent experiments: the digit CNN with an accumulating cell (tasks.md §4) and
-the embedding → LSTM → arithmetic output of number translation (tasks.md §5): a recurrent
+"""Models of the recurrent experiments: the digit CNN with an accumulating cell (docs/protocols.md, "Sequential MNIST") and
+the embedding → LSTM → arithmetic output of number translation (docs/protocols.md, "Number translation"): a recurrent
 output cell (the spec's set-up) or a static unit on the last token (the NALU authors' set-up).
 
 Both are ``nnx.Module``s whose state is parameters only, so the training core can

@@ -205,7 +205,7 @@ def test_protocol_variants_size_the_run():
         load_config("sequential_mnist", "task=sum,protocol=paper"),
     )
     assert paper.num_steps == 100_000 and paper.eval_every == 1_000
-    assert (paper.train.reg_start, paper.train.reg_end) == (1e4, 1e5)  # tasks.md's ramp
+    assert (paper.train.reg_start, paper.train.reg_end) == (1e4, 1e5)  # the paper's ramp
     assert hour.num_steps < paper.num_steps
     assert hour.train.reg_end == hour.num_steps and hour.train.reg_start == 0.1 * hour.num_steps
     assert hour.num_steps % hour.eval_every == 0 and hour.num_steps // hour.eval_every == 10

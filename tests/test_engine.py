@@ -1,4 +1,4 @@
-"""End-to-end behaviour of the seeds-as-a-vmap-axis engine (issue: arithmetic experiment)."""
+"""End-to-end behaviour of the seeds-as-a-vmap-axis engine on the arithmetic experiment."""
 
 import csv
 import json

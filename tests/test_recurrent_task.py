@@ -98,7 +98,7 @@ def test_nau_cell_learns_the_sum_and_extrapolates_to_length_1000(tmp_path):
     config = load_config("recurrent", "model=nau,op=add,seeds=8")
     config.seed_block = 4
     # 10,000 steps: with the reference implementations' gradient conventions at the clamp bound
-    # and at W = 0/±1 (issue 9) 4 of 8 seeds were solved at 5,000 steps, 6 of 8 at 10,000.
+    # and at W = 0/±1, 4 of 8 seeds were solved at 5,000 steps, 6 of 8 at 10,000.
     config.num_steps, config.eval_every, config.checkpoint_every = 10_000, 100, 10_000
     config.eval_size, config.task.threshold_samples = 100, 5000
     config.task.input_size, config.task.overlap_ratio = 4, 0.0
@@ -115,7 +115,7 @@ def test_reproduce_protocol_departs_from_the_spec_only_where_documented():
     spec = load_config("recurrent", "model=nau")
     rep = load_config("recurrent", "model=nau,protocol=reproduce")
     assert (spec.num_steps, rep.num_steps) == (100_000, 50_000)
-    # the departures (configs/recurrent.py, docs/reproductions.md "Recurrent arithmetic")
+    # the departures (configs/recurrent.py, docs/reproductions/recurrent.md)
     assert (rep.train.reg_scale, rep.train.reg_schedule) == (10.0, "linear")
     assert (rep.train.reg_start, rep.train.reg_end) == (0.0, 20_000.0)
     assert (rep.train.lr_decay_from, rep.train.lr_decay_to) == (25_000.0, 1e-4)
@@ -127,11 +127,11 @@ def test_reproduce_protocol_departs_from_the_spec_only_where_documented():
     assert rep.task.threshold_epsilon == spec.task.threshold_epsilon
     assert rep.model.hidden_size == spec.model.hidden_size == 2
     assert spec.model.recurrent_init == "random"
-    # + (seventh session): the hidden-to-hidden block starts at the identity; − keeps the random
+    # +: the hidden-to-hidden block starts at the identity; − keeps the random
     assert rep.model.recurrent_init == "identity" and rep.train.reg_scale == 10.0
     sub = load_config("recurrent", "model=nau,op=sub,protocol=reproduce")
     assert (sub.model.recurrent_init, sub.train.reg_scale) == ("random", 10.0)
-    # × (sixth session): a stronger regulariser and the identity hidden-to-hidden block
+    # ×: a stronger regulariser and the identity hidden-to-hidden block
     mul = load_config("recurrent", "model=nau,op=mul,protocol=reproduce")
     assert (mul.train.reg_scale, mul.model.recurrent_init) == (1_000.0, "identity")
     assert load_config("recurrent", "model=nau,op=mul").model.recurrent_init == "random"

@@ -1,4 +1,4 @@
-"""Throughput of this tree against another commit, side by side in one sitting.
+"""Throughput of this tree against another commit, side by side, alternating in one process.
 
     python tools/compare_throughput.py --against=698c75d [--seeds 100 1000] [--steps 10000]
 

@@ -2,7 +2,7 @@
 
     python tools/repro_init_hang.py            # H = 16 and 32, 10 seeds, 60 s each
 
-Found in the ninth session (jax/jaxlib 0.10.2, this 2-core CPU): ``jax.jit(jax.vmap(init))``
+Found on 2026-11-22 (jax/jaxlib 0.10.2, a 2-core AMD EPYC): ``jax.jit(jax.vmap(init))``
 of ``configs/sequential_mnist.py:task=sum,model=lstm`` with ``model.baseline_hidden`` = H
 returns from dispatch and then waits forever (every XLA thread idle in the thread pool) for
 H >= 32 at 6 or more seeds; H <= 24, or 4 seeds, finish in ~2 s. Also without

@@ -22,7 +22,7 @@ EXPERIMENTS: dict = {
     "recurrent": recurrent,  # recurrent arithmetic over sequences
     "sequential_mnist": sequential_mnist,
     "number_translation": number_translation,
-    "identity": identity,  # identity-extrapolation failure of MLPs (tasks.md §6)
+    "identity": identity,  # identity-extrapolation failure of MLPs (docs/protocols.md, "Identity-extrapolation failure")
     "gridworld": gridworld,  # time-tracking grid world, A2C agents (NALU §4.5)
 }
 

@@ -23,7 +23,7 @@ SWEEPABLE = (
 
 def default_reg_scale(unit: str) -> float:
     """λ̂ of a cell's unit when ``train.reg_scale`` is None: the unit's value in the model table
-    of units.md (NAU 0.01), else 10 (NMU and the other regularised units)."""
+    of the model table (NAU 0.01), else 10 (NMU and the other regularised units)."""
     spec = MODELS.get(unit)
     return spec.reg_scale if spec is not None and spec.reg_scale else 10.0
 

@@ -1,4 +1,5 @@
-"""The static arithmetic task (tasks.md §1) and the single-module benchmark (§2).
+"""The static arithmetic task and the single-module benchmark (docs/protocols.md,
+"Static arithmetic" and "Single-module benchmark").
 
     python -m nalu_jax.main --config=configs/arithmetic.py:model=nmu,op=mul --workdir=runs/x
 
@@ -148,7 +149,7 @@ def build_model_factory(config, task):
 
 
 def build_hparams(config, names) -> train.HParams:
-    """``config.train`` over the model's defaults (units.md table, single-unit λ̂) and the
+    """``config.train`` over the model's defaults (the model table, single-unit λ̂) and the
     units' own (NPU: lr 5e-3 and β by op)."""
     spec = None if config.model.single_unit else MODELS.get(config.model.name)
     return train.build_hparams(

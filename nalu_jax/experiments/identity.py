@@ -1,4 +1,4 @@
-"""Identity-extrapolation failure (tasks.md §6; Trask et al. 2018, Fig. 1) as an experiment.
+"""Identity-extrapolation failure (docs/protocols.md, "Identity-extrapolation failure"; Trask et al. 2018, Fig. 1) as an experiment.
 
 For each activation, MLP autoencoders of a scalar ``1 → 8 → 8 → 8 → 1`` (hidden layers of
 ``identity.hidden_layers`` units with that activation, a ``linear`` output layer; for the

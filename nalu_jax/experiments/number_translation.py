@@ -1,4 +1,4 @@
-"""Number translation (tasks.md §5): "two hundred and thirty four" → 234, many seeds at once.
+"""Number translation (docs/protocols.md, "Number translation"): "two hundred and thirty four" → 234, many seeds at once.
 
 Model (``nalu_jax.sequence_models.NumberTranslationModel``): token embedding → LSTM → with
 ``model.output = "recurrent"`` (the spec's set-up) a recurrent arithmetic output cell h_t =

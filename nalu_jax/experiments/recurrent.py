@@ -1,4 +1,4 @@
-"""The recurrent arithmetic task (tasks.md §3): the static task's pieces over sequences.
+"""The recurrent arithmetic task (docs/protocols.md, "Recurrent arithmetic"): the static task's pieces over sequences.
 
 Data: a sequence ``x [T, n]`` of i.i.d. vectors from the static task's generator (per-seed
 subset offset as in §1); the target is the static op applied to the subset sums over all time
@@ -26,13 +26,10 @@ already misses it, so only cells that reach the clamp (NAU: W_h = 1 exactly) can
 Observed (CPU, 8 seeds): the spec's model (hidden 2, 10 inputs, λ̂ = 0.1, lr 1e-3, 100,000
 steps) solved 0/8 add seeds: the length-10 MSE reaches ~1e-4 with mixed hidden-to-hidden
 weights that do not extrapolate. One accumulator (hidden 1, 4 inputs, subsets of one input,
-lr 1e-2, λ̂ = 1 ramped over steps 1,000–3,000) solved 7/8 in 5,000 steps before the units took the
-reference implementations' gradient conventions (issue 9); now 4/8 at 5,000 and 6/8 at 10,000 steps
-(``tests/test_recurrent_task.py``). The study of issue 14 and the documented protocol
-(``configs/recurrent.py:protocol=reproduce``: NAU 54/64 at length 1,000 on fresh seeds with
-the hidden-to-hidden block started at the identity — 10/16 and 16/32 held out from the random
-init — LSTM 0/16) are in
-docs/reproductions.md "Recurrent arithmetic".
+lr 1e-2, λ̂ = 1 ramped over steps 1,000–3,000) solves 4/8 at 5,000 and 6/8 at 10,000 steps
+with the reference implementations' gradient conventions (``tests/test_recurrent_task.py``).
+The tuned protocol ``configs/recurrent.py:protocol=reproduce`` and the study behind it are in
+docs/reproductions/recurrent.md; committed results in docs/reproductions.md.
 """
 
 from __future__ import annotations

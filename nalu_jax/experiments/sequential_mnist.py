@@ -1,4 +1,4 @@
-"""Sequential MNIST (tasks.md §4): a CNN reads each digit image, a recurrent arithmetic cell
+"""Sequential MNIST (docs/protocols.md, "Sequential MNIST"): a CNN reads each digit image, a recurrent arithmetic cell
 accumulates the sum, product or per-class counts; many seeds train at once.
 
 ``train_and_evaluate(config, workdir)`` trains the reference population first (the CNN with the

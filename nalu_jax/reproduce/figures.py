@@ -69,7 +69,7 @@ def single_module_png(op: str, rows: list[dict]) -> bytes:
         x = np.array([int(r["range"]) for r in mine], float) + (i - len(models) / 2) * 0.05
         _bars(ax, x, [_stat(r, "success") for r in mine], m, f"C{i % 10}", False)
         ax.plot(x, [r["success_rate"] for r in mine], color=f"C{i % 10}", lw=0.8)
-    ax.set(xlabel="range (tasks.md §2, 1–9)", ylabel="success rate", ylim=(-0.03, 1.03),
+    ax.set(xlabel="range (1–9)", ylabel="success rate", ylim=(-0.03, 1.03),
            title=f"single module {OP_LABELS.get(op, op)}: success per range (Wilson 95%)")  # fmt: skip
     ax.set_xticks(range(1, 10))
     ax.legend(fontsize=8, ncol=2)

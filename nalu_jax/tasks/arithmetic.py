@@ -1,4 +1,4 @@
-"""The static arithmetic task ("static arithmetic datasets", ``shared/spec/tasks.md`` §1).
+"""The static arithmetic task ("static arithmetic datasets", docs/protocols.md, "Static arithmetic").
 
 An input ``x`` has ``n`` i.i.d. entries. ``K`` subsets of ``S = ⌊s·n⌋`` consecutive entries,
 each overlapping the previous one by ``O = ⌊o·S⌋``, are shifted by one per-seed offset

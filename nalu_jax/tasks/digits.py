@@ -1,4 +1,4 @@
-"""Handwritten digits and the sequence tasks built on them (tasks.md §4, sequential MNIST).
+"""Handwritten digits and the sequence tasks built on them (sequential MNIST: docs/protocols.md).
 
 Sources (``config.data.source``):
 
@@ -12,7 +12,7 @@ Images come back as float32 ``[N, H, W]`` in [0, 1], labels as int32 ``[N]``.
 Sequence tasks (digits drawn uniformly from the allowed labels' images; targets at every step):
 ``sum`` (digits 0–9, h_t = Σ_{s≤t} d_s), ``product`` (digits 1–9, h_t = Π_{s≤t} d_s) and
 ``count`` (digits 0–9, a 10-vector of per-class counts so far: one output and one accumulator
-per class, the reading of "per-class counts" in tasks.md §4 used by the NALU paper).
+per class, the reading of "per-class counts" used by the NALU paper, §4.2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The single-module benchmark (tasks.md §2): one unit 2 → 1 on ``t = x₁ ∘ x₂``.
+"""The single-module benchmark (docs/protocols.md, "Single-module benchmark"): one unit 2 → 1 on ``t = x₁ ∘ x₂``.
 
 ``n = 2, s = 0.5`` gives ``a = x₁, b = x₂``; the redundant-input variants ``n = 10, s = 0.1``
 and ``n = 100, s = 0.01`` keep two relevant inputs among ``n`` (overlap 0, shifted by the
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from nalu_jax.tasks.arithmetic import ArithmeticTask
 
-#: (interpolation range, extrapolation range), in the order of tasks.md §2 (1-indexed there).
+#: (interpolation range, extrapolation range), in the order of the Primer's
+#: benchmark (1-indexed there; docs/protocols.md, "Single-module benchmark").
 RANGE_PAIRS = (
     ((-20.0, -10.0), (-40.0, -20.0)),
     ((-2.0, -1.0), (-6.0, -2.0)),
@@ -80,7 +81,7 @@ def single_module_task(op: str, range_index: int, input_size: int = 2) -> Arithm
     )
 
 
-#: λ̂ of a single unit's R_sparse in the benchmark (tasks.md §2: 0.01 for NAU-type, 10 for
+#: λ̂ of a single unit's R_sparse in the benchmark (docs/protocols.md, "Single-module benchmark": 0.01 for NAU-type, 10 for
 #: NMU-type regularisers); units not listed have no sparsity regulariser schedule.
 SINGLE_UNIT_REG_SCALE = {
     "nau": 0.01,

@@ -1,4 +1,4 @@
-"""Success thresholds by simulation of an ε-perturbed near-perfect solution (tasks.md §1, §2).
+"""Success thresholds by simulation of an ε-perturbed near-perfect solution (docs/protocols.md, "Static arithmetic" and "Single-module benchmark").
 
 ``kind="arithmetic"`` (ε = 1e-5): the first layer ``W^ε [n, K]`` has ``1 − ε`` on each
 subset's entries and ``ε`` elsewhere, the second layer is perfect, so the prediction is
@@ -87,7 +87,7 @@ def arithmetic_sq_diff(task: ArithmeticTask, x, epsilon):
 
 
 def _single_module_sq_diff(task: ArithmeticTask, x, epsilon):
-    """``x [B, n]`` -> ``(pred_ε − pred₀)² [B]`` from the closed forms of tasks.md §2."""
+    """``x [B, n]`` -> ``(pred_ε − pred₀)² [B]`` from the closed forms of docs/protocols.md, "Single-module benchmark"."""
     masks = subset_masks(task, 0)[: task.subsets_used]
     sums = subset_sums(x, masks)
     if task.op in ("add", "sub"):

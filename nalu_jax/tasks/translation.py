@@ -1,4 +1,4 @@
-"""Number translation (tasks.md §5): the numbers 1–999 spelled in English, as token ids.
+"""Number translation (docs/protocols.md, "Number translation"): the numbers 1–999 spelled in English, as token ids.
 
 ``spell(234) == "two hundred and thirty four"``; the vocabulary has 30 tokens (``VOCAB``: pad,
 "and", one … nineteen, twenty … ninety, hundred) and a number is at most 5 tokens, so every

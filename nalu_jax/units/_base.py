@@ -1,7 +1,7 @@
 """The contract every unit follows, and the initialisers the units share.
 
 A unit is an ``nnx.Module`` built as ``Unit(in_features, out_features, *, rngs, **options)``.
-Weights are stored ``[in, out]`` and applied as ``x @ W`` (see ``shared/spec/units.md``).
+Weights are stored ``[in, out]`` and applied as ``x @ W`` (see the reference implementations).
 Besides ``__call__`` each unit offers, as methods that only read its parameters (so that the
 training core can call them on ``nnx.merge(graphdef, params)`` inside ``jit``/``vmap``):
 

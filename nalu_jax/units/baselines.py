@@ -3,7 +3,7 @@
 Linear:     y = xW + b.
 Activation: y = f(xW + b), f one of ``ACTIVATIONS``.
 
-Inits (``shared/spec/units.md``): Glorot-uniform (gain 5/3 for tanh); Kaiming-uniform with the
+Inits (the reference implementations): Glorot-uniform (gain 5/3 for tanh); Kaiming-uniform with the
 ReLU gain √2, U[±√2·√(3/fan_in)], for relu/relu6/elu/leaky_relu/prelu; U[±√(3/fan_in)] for
 selu; b = 0. These are not arithmetic units: ``sparsity_weights()`` is empty.
 """

@@ -3,7 +3,7 @@
 ArithmeticCell:  h_t = unit(concat(x_t, h_{t−1})), unit ``in + hidden → hidden``.
 BaselineCell:    LSTM, GRU and simple RNN (tanh / ReLU) cells of ``flax.nnx``.
 
-Initial state (tasks.md §3, §4): 0 for additive units, 1 for multiplicative ones (the unit's
+Initial state (docs/protocols.md, "Recurrent arithmetic" and "Sequential MNIST"): 0 for additive units, 1 for multiplicative ones (the unit's
 class attribute ``multiplicative``), plus an optional learnable offset ``h0`` ``[hidden]``
 (init 0: the "learnable zero state").
 
