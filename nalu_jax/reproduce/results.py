@@ -96,7 +96,6 @@ def machine() -> dict:
         "platform": devices[0].platform,
         "devices": len(devices),
         "device_kind": devices[0].device_kind,
-        "hostname_hash": abs(hash(platform.node())) % 10_000,
     }
 
 
@@ -115,11 +114,16 @@ def versions() -> dict:
     }
 
 
-def provenance_entry(summary: dict, config: dict, command: str | None = None) -> dict:
-    """One batch's provenance: code, machine, seeds, budget and timing of a finished run."""
+def provenance_entry(
+    summary: dict, config: dict, command: str | None = None, code_commit: str | None = None
+) -> dict:
+    """One batch's provenance: code, machine, seeds, budget and timing of a finished run.
+    ``code_commit``: the commit the run was made at, when it is not this checkout's HEAD."""
     timings = _timing(summary)
-    commit = _git("rev-parse", "HEAD")
-    if commit:
+    commit = code_commit or _git("rev-parse", "HEAD")
+    if code_commit:
+        dirty = False
+    elif commit:
         dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     else:  # a copy of the tree without .git (e.g. shipped to a cluster node): the launcher
         commit = os.environ.get("NALU_JAX_COMMIT", "unknown")  # says which commit it is
@@ -141,8 +145,12 @@ def provenance_entry(summary: dict, config: dict, command: str | None = None) ->
 def _timing(summary: dict) -> dict:
     """Wall time and seed-steps/s of a workdir's summary (a sweep: summed over settings)."""
     parts = summary.get("settings") or [summary]
-    wall = sum(float(p.get("wall_time_s") or 0.0) for p in parts)
-    compile_s = sum(float(p.get("compile_time_s") or 0.0) for p in parts)
+    walls = [float(p.get("wall_time_s") or 0.0) for p in parts]
+    compiles = [float(p.get("compile_time_s") or 0.0) for p in parts]
+    if len(set(compiles)) == 1:  # the settings of one program report the program's time
+        wall, compile_s = max(walls), compiles[0]
+    else:  # one program per setting (e.g. the identity task's activations)
+        wall, compile_s = sum(walls), sum(compiles)
     rates = [float(p["seed_steps_per_s"]) for p in parts if p.get("seed_steps_per_s")]
     return {
         "wall_time_s": round(wall, 1),
@@ -242,7 +250,9 @@ def _tmpdir(cell: str) -> str:
     return tempfile.mkdtemp(prefix=f".{os.path.basename(cell)}-", dir=parent)
 
 
-def commit(workdir: str, cell: str, *, command: str | None = None) -> str:
+def commit(
+    workdir: str, cell: str, *, command: str | None = None, code_commit: str | None = None
+) -> str:
     """Copy the finished run in ``workdir`` into results cell ``cell`` (replacing it), with a
     one-batch ``provenance.json``. Returns ``cell``."""
     from nalu_jax.report import atomic_write, dumps
@@ -257,7 +267,7 @@ def commit(workdir: str, cell: str, *, command: str | None = None) -> str:
         for rel in files:
             os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
             shutil.copyfile(os.path.join(workdir, rel), os.path.join(tmp, rel))
-        entry = provenance_entry(summary, config, command)
+        entry = provenance_entry(summary, config, command, code_commit)
         atomic_write(os.path.join(tmp, "provenance.json"), dumps({"batches": [entry]}) + "\n")
         _replace_dir(tmp, cell)
     except BaseException:
@@ -406,3 +416,33 @@ def cells(root: str) -> list[str]:
             out.append(os.path.relpath(dirpath, root))
             dirs[:] = []
     return out
+
+
+def main(argv=None) -> int:
+    """``python -m nalu_jax.reproduce.results commit WORKDIR CELL [--code_commit SHA]``: commit a
+    finished run made outside the launchers (or on another machine) as a results cell."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("action", choices=["commit", "list"])
+    p.add_argument("paths", nargs="*")
+    p.add_argument("--code_commit", default=None, help="the commit the run was made at")
+    p.add_argument("--command", default=None, help="the command that made the run")
+    a = p.parse_args(argv)
+    if a.action == "list":
+        for c in cells(a.paths[0] if a.paths else default_root()):
+            print(c)
+        return 0
+    if len(a.paths) != 2:
+        p.error("commit takes WORKDIR CELL")
+    try:
+        commit(a.paths[0], a.paths[1], command=a.command, code_commit=a.code_commit)
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(f"committed {a.paths[0]} to {a.paths[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
