@@ -35,6 +35,14 @@ def test_arithmetic_cell_is_the_config_file():
     assert ours.to_dict() == theirs.to_dict()
 
 
+def test_ablation_no_clamp_cell_is_the_config_file_variant():
+    spec = specs.table("iclr2020-ablation")
+    ours = cell_config(spec, specs.cells(spec, ["nmu_no_clamp"])[0], 10, 200_000)
+    theirs = load_config("arithmetic", "model=nmu,op=mul,no_clamp,seeds=10,steps=200000")
+    theirs.checkpoint_every = ours.checkpoint_every
+    assert ours.to_dict() == theirs.to_dict()
+
+
 def test_single_module_cell_is_the_config_file_with_the_range_sweep():
     spec = specs.table("primer-single-module")
     cell = next(c for c in specs.cells(spec, ["nmu"], ["mul"]))

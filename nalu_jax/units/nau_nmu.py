@@ -79,6 +79,7 @@ class NAU(ArithmeticUnit):
         self, in_features: int, out_features: int, *, rngs: nnx.Rngs, clamp_w: bool = True
     ):
         super().__init__(in_features, out_features)
+        check_choice("clamp_w", clamp_w, {False, True})
         r = nau_radius(in_features, out_features)
         self.w = nnx.Param(uniform(rngs.params(), (in_features, out_features), -r, r))
         self.clamp_w = bool(clamp_w)
@@ -137,6 +138,7 @@ class NMU(ArithmeticUnit):
     ):
         super().__init__(in_features, out_features)
         check_choice("init", init, {"uniform", "variance"})
+        check_choice("clamp_w", clamp_w, {False, True})
         shape = (in_features, out_features)
         if init == "uniform":
             w = uniform(rngs.params(), shape, 0.25, 0.75)
