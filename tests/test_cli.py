@@ -77,6 +77,10 @@ BAD = {
         "task.range_index applies only to task.kind 'single_module'",
     ),
     "unknown field": ([SMOKE, "--config.num_seedz=3"], "names no field of the config"),
+    "unit option the unit lacks": (
+        ["--config=configs/arithmetic.py:model=nalu,no_clamp,smoke"],
+        "unexpected keyword argument 'clamp_w'",
+    ),
 }
 
 

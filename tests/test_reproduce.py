@@ -4,6 +4,7 @@ import math
 
 import pytest
 from conftest import load_config
+from flax import nnx
 
 from nalu_jax.config import ConfigError
 from nalu_jax.metrics import wilson_interval
@@ -34,6 +35,14 @@ def test_arithmetic_cell_is_the_config_file():
     assert ours.to_dict() == theirs.to_dict()
 
 
+def test_ablation_no_clamp_cell_is_the_config_file_variant():
+    spec = specs.table("iclr2020-ablation")
+    ours = cell_config(spec, specs.cells(spec, ["nmu_no_clamp"])[0], 10, 200_000)
+    theirs = load_config("arithmetic", "model=nmu,op=mul,no_clamp,seeds=10,steps=200000")
+    theirs.checkpoint_every = ours.checkpoint_every
+    assert ours.to_dict() == theirs.to_dict()
+
+
 def test_single_module_cell_is_the_config_file_with_the_range_sweep():
     spec = specs.table("primer-single-module")
     cell = next(c for c in specs.cells(spec, ["nmu"], ["mul"]))
@@ -52,11 +61,33 @@ def test_variants_set_their_fields():
     no_reg = cell_config(ablation, specs.cells(ablation, ["nmu_no_rsparse"])[0])
     assert no_reg.train.reg_scale == 0.0
     cells = specs.cells(ablation)
-    assert {c.variant.key for c in cells if c.variant.unavailable} == {
-        "nmu_no_clamp",
-        "nmu_no_rsparse_no_clamp",
-    }
-    assert len(configs(ablation, cells, 2, 1000, SMOKE)) == len(cells) - 2
+    assert not any(c.variant.unavailable for c in cells)
+    assert len(configs(ablation, cells, 2, 1000, SMOKE)) == len(cells)
+
+
+@pytest.mark.parametrize(
+    ("key", "reg_scale"), [("nmu", None), ("nmu_no_clamp", None), ("nmu_no_rsparse_no_clamp", 0.0)]
+)
+def test_ablation_no_clamp_cells_build_units_without_projection(key, reg_scale):
+    """ "no W-clamp" is the reference's --oob-mode regualized on both layers: the cell's model
+    is an NAU and an NMU with ``clamp_w=False``, whose projection leaves W alone."""
+    import jax.numpy as jnp
+
+    from nalu_jax.experiments.arithmetic import build_model_factory, build_task
+
+    spec = specs.table("iclr2020-ablation")
+    c = cell_config(spec, specs.cells(spec, [key])[0], 2, 1000)
+    assert c.train.reg_scale == reg_scale
+    factory, names = build_model_factory(c, build_task(c))
+    assert tuple(names) == ("nau", "nmu")
+    model = factory(nnx.Rngs(0))
+    clamped = key == "nmu"
+    for layer, (lo, hi) in zip(model.layers, [(-1.0, 1.0), (0.0, 1.0)], strict=True):
+        assert layer.clamp_w is clamped
+        w = jnp.linspace(lo - 0.5, hi + 0.5, layer.w[...].size).reshape(layer.w[...].shape)
+        layer.w[...] = w
+        model.project()
+        assert jnp.array_equal(layer.w[...], jnp.clip(w, lo, hi) if clamped else w)
 
 
 def test_primer_cells_follow_the_models_per_op():

@@ -1,7 +1,8 @@
 """``launch/reproduce.py`` and ``launch/slurm.py`` end to end on a tiny protocol (2 cells,
 2 seeds, 1,000 steps, smoke-sized evaluation): the table files, resume/skip, adding cells, and
 the submitit local executor (array of 2 tasks; one 2-task ``jax.distributed`` job) giving the
-same per-seed results as one process."""
+same per-seed results as one process. The ablation's "no W-clamp" cells train through the
+same machinery in this process."""
 
 import csv
 import os
@@ -90,3 +91,28 @@ def test_slurm_distributed_job_of_two_tasks_equals_one_process(single, tmp_path)
         "process_0.npz", "process_1.npz",
     ]  # fmt: skip
     assert seeds_csv(tmp_path, "add-nau") == seeds_csv(workdir, "add-nau")
+
+
+def test_ablation_no_clamp_cells_train_and_differ_from_the_clamped_nmu(tmp_path):
+    """The two "no W-clamp" cells of iclr2020-ablation run (2 seeds × 1,000 steps); at a large
+    lr W leaves the range within those steps, so the no-clamp cell's results (same seeds)
+    differ from the NMU cell's."""
+    import json
+
+    from nalu_jax import reproduce
+    from nalu_jax.reproduce.cells import SMOKE
+
+    small = {**SMOKE, "eval_size": 500, "task.threshold_samples": 20_000, "train.lr": 0.05}
+    models = ["nmu", "nmu_no_rsparse_no_clamp", "nmu_no_clamp"]  # in table order
+    got = reproduce.reproduce(
+        "iclr2020-ablation", str(tmp_path), models=models, seeds=2, steps=1000,
+        overrides=small, calibration_steps=0, progress=False, log=lambda _: None,
+    )  # fmt: skip
+    assert [(r["model"], r["status"]) for r in got] == [(m, "done") for m in models]
+    for m in models:
+        with open(tmp_path / "cells" / f"mul-{m}" / "config.json") as f:
+            model = json.load(f)["model"]
+        clamp = {model["layer1_options"].get("clamp_w"), model["layer2_options"].get("clamp_w")}
+        assert clamp == ({None} if m == "nmu" else {False})
+    plain, no_clamp = seeds_csv(tmp_path, "mul-nmu"), seeds_csv(tmp_path, "mul-nmu_no_clamp")
+    assert plain.splitlines()[0] == no_clamp.splitlines()[0] and plain != no_clamp

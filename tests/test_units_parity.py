@@ -3,7 +3,8 @@
 The fixtures ``tests/parity/*.npz`` were written by ``tools/make_parity_fixtures.py`` from
 ``AndreasMadsen/stable-nalu``, ``bmistry4/nalm-benchmark`` and ``bmistry4/nalm-division``
 (see the README to regenerate them). For each weight set (random inside the range, on 0/±1,
-on the clamp bounds) × input set (positive, mixed-sign, near zero, exact zeros) they hold the
+on the clamp bounds; for the NAU/NMU without projection, ``clamp_w=False``, also beyond the
+bounds) × input set (positive, mixed-sign, near zero, exact zeros) they hold the
 reference's output, the gradients w.r.t. parameters and input, the regularisers and their
 gradients, the sparsity error and the parameters after one SGD step + projection.
 
@@ -142,3 +143,21 @@ def test_unit_matches_reference(path):
 def test_fixtures_cover_every_registered_unit():
     covered = {_unpack(p)[1]["unit"] for p in FIXTURES}
     assert set(UNITS) <= covered, sorted(set(UNITS) - covered)
+
+
+@pytest.mark.parametrize(("case", "lo", "hi"), [("nmu_no_clamp", 0, 1), ("nau_no_clamp", -1, 1)])
+def test_no_clamp_fixtures_hold_weights_beyond_the_bounds(case, lo, hi):
+    """The ``clamp_w=False`` fixtures start from weights outside the range, the reference's
+    step leaves some there (no projection), and its forward is the clamped W's (numpy)."""
+    data, meta = _unpack(Path(__file__).parent / "parity" / f"{case}.npz")
+    assert meta["options"] == {"clamp_w": False}
+    outside = [c for c in meta["combos"] if c.startswith("outside/")]
+    assert len(outside) == 4
+    for combo in outside:
+        f = lambda k, c=combo: data[f"{c}/{k}"]  # noqa: E731
+        w, x = f("param:w"), f("x")
+        assert (w < lo).any() and (w > hi).any(), combo
+        assert ((f("step:w") < lo) | (f("step:w") > hi)).any(), combo
+        wc = np.clip(w, lo, hi)
+        y = np.prod(x[:, :, None] * wc + 1 - wc, axis=1) if case.startswith("nmu") else x @ wc
+        np.testing.assert_allclose(f("y"), y, rtol=1e-12, err_msg=combo)

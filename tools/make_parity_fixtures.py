@@ -9,6 +9,9 @@ reference repositories::
     git clone https://github.com/bmistry4/nalm-division /tmp/ref-nalm-division
     /tmp/torchenv/bin/python tools/make_parity_fixtures.py --refs /tmp --out tests/parity
 
+(``--cases=nmu_no_clamp,nau_no_clamp`` writes only those files; each case draws the same
+numbers either way.)
+
 Each repository's ``stable_nalu`` package is imported without its ``__init__`` (which pulls in
 datasets and TensorBoard); ``tensorboardX``/``torchvision``/``tensorflow`` are stubbed in
 ``sys.modules``. Everything runs in float64. For every unit (one file per case) and every
@@ -82,6 +85,10 @@ class LogSpace(torch.nn.Module):
 NB_NPU = dict(npu_Wr_init="xavier-uniform", regualizer_npu_w=0, regualizer_gate=0)
 ND_KW = dict(beta_nau=False, nru_div_mode="div", trash_cell=False, nau_noise=False)
 CLIP = dict(nac_oob="clip", regualizer_shape="linear", regualizer_z=1)
+# The ICLR 2020 ablation's "no W-clamp" (``--oob-mode regualized --regualizer-oob 0``): the
+# out-of-bound regulariser ("W-OOB") has weight 0 there, so it is left out of the fixture's
+# regularisers (and of its SGD step).
+NO_CLAMP = dict(nac_oob="regualized", regualizer_shape="linear", regualizer_z=1)
 
 # name: (repo, build(refs) -> torch module, nalu_jax unit, options, {param: (torch name, T)},
 #        {ref reg name: nalu_jax name}, weight family, training, sparsity(ref module) -> float)
@@ -358,6 +365,30 @@ for _name in ("leaky_relu", "prelu", "swish", "gelu"):
         sparsity=None,
     )
 
+# Cases added later go last: a case's random draws are seeded by its position in CASES.
+CASES["nmu_no_clamp"] = dict(
+    repo="sn",
+    unit="nmu",
+    options=dict(clamp_w=False),
+    build=lambda r: r.layer.ReRegualizedLinearMNACLayer(IN, OUT, **NO_CLAMP),
+    params={"w": ("W", T)},
+    regs={"W": "sparse", "z": "z"},
+    family="nmu",
+    weight_kinds=("random", "bounds", "outside"),
+    sparsity=lambda r, m: _sp(r.functional, torch.clamp(m.W, 0.0, 1.0)),
+)
+CASES["nau_no_clamp"] = dict(
+    repo="sn",
+    unit="nau",
+    options=dict(clamp_w=False),
+    build=lambda r: r.layer.ReRegualizedLinearNACLayer(IN, OUT, **NO_CLAMP),
+    params={"w": ("W", T)},
+    regs={"W": "sparse", "z": "z"},
+    family="nau",
+    weight_kinds=("random", "bounds", "outside"),
+    sparsity=lambda r, m: _sp(r.functional, torch.clamp(m.W, -1.0, 1.0)),
+)
+
 # ------------------------------------------------------------------ weights and inputs
 
 
@@ -370,10 +401,27 @@ def _pick(rng, values, shape, p_random=0.4, random=None):
     return out
 
 
+def _outside(rng, exact, lo, hi, shape):
+    """Beyond the range [lo, hi] (one entry below, one above, for sure), inside it, and on
+    its exact points: for the units without a projection."""
+    rnd = lambda s: rng.uniform(lo - 0.8, hi + 0.8, s)  # noqa: E731
+    out = _pick(rng, exact, shape, 0.6, rnd)
+    out.flat[0] = rng.uniform(lo - 0.8, lo - 0.05)
+    out.flat[-1] = rng.uniform(hi + 0.05, hi + 0.8)
+    return out
+
+
 def weights(family: str, name: str, shape, kind: str, rng):
     """One parameter's values: ``random`` (inside the range), ``discrete`` (0/±1 and such),
-    ``bounds`` (on the projection's clamp bounds, mixed with interior values)."""
+    ``bounds`` (on the projection's clamp bounds, mixed with interior values), ``outside``
+    (NAU/NMU: beyond the clamp bounds too)."""
     u = lambda lo, hi: lambda s: rng.uniform(lo, hi, s)  # noqa: E731
+    if kind == "outside":
+        if family == "nau":
+            return _outside(rng, (-1.0, 0.0, 1.0), -1.0, 1.0, shape)
+        if family == "nmu":
+            return _outside(rng, (0.0, 1.0), 0.0, 1.0, shape)
+        raise ValueError(f"no 'outside' weights for family {family!r}")
     if family in ("nau",) or (family == "gated" and name == "nau.w"):
         rnd, exact = u(-0.95, 0.95), (-1.0, 0.0, 1.0)
         return rnd(shape) if kind == "random" else _pick(rng, exact, shape, random=rnd)
@@ -540,21 +588,31 @@ def main(argv=None) -> None:
     ap.add_argument("--refs", required=True, help="directory holding the three checkouts")
     ap.add_argument("--out", default="tests/parity", help="output directory")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cases", default="", help="comma-separated cases to write (default: all)")
     args = ap.parse_args(argv)
+    only = [c for c in args.cases.split(",") if c]
+    unknown = sorted(set(only) - set(CASES))
+    if unknown:
+        ap.error(f"--cases names {unknown}; cases: {sorted(CASES)}")
     for stub in ("tensorboardX", "torchvision", "tensorflow"):
         _stub(stub)
     refs = {}
+    needed = {case["repo"] for name, case in CASES.items() if not only or name in only}
     for key, repo in REPOS.items():
+        if key not in needed:
+            continue
         path = os.path.join(args.refs, repo)
         if not os.path.isdir(os.path.join(path, "stable_nalu")):
             path = os.path.join(args.refs, "ref-" + repo)
         refs[key] = load_layers(os.path.dirname(path), os.path.basename(path))
     os.makedirs(args.out, exist_ok=True)
     for i, (name, case) in enumerate(CASES.items()):
+        if only and name not in only:
+            continue
         rng = np.random.default_rng([args.seed, i])
         arrays = {}
         combos = []
-        for kw in WEIGHT_KINDS:
+        for kw in case.get("weight_kinds", WEIGHT_KINDS):
             for kx in case.get("inputs", INPUT_KINDS):
                 for k, v in run_case(refs, name, case, kw, kx, rng).items():
                     arrays[f"{kw}/{kx}/{k}"] = np.asarray(v, np.float64)

@@ -4,8 +4,8 @@ A table is models × ops (the arithmetic task, one cell per model and op) or mod
 single-module benchmark: one cell per model and op whose nine ranges are one program, a
 ``sweep.range_index``). A cell's config is the published protocol (seeds, iterations, the
 model's λ̂ schedule from ``nalu_jax.models.MODELS``) unless ``--seeds``/``--steps`` reduce it.
-A variant the library lacks (e.g. the NMU without its weight clamp) is a cell with
-``unavailable`` set: listed in the table, never run or faked.
+A variant the library lacks is a cell with ``unavailable`` set: listed in the table, never run
+or faked (no table has one today).
 """
 
 from __future__ import annotations
@@ -68,10 +68,13 @@ def _v(key, label, model=None, **kw):
     return Variant(key, label, model or key, **kw)
 
 
-_NO_CLAMP = (
-    "not available: the library's NMU always projects W to [0, 1] and clips it in the "
-    "forward pass (no option to drop the clamp)"
-)
+# "no W-clamp" (ICLR 2020, Appendix C ablation) is the reference's ``--oob-mode regualized
+# --regualizer-oob 0`` (stable-nalu lfs_batch_jobs/function_task_static_ablation.sh at
+# commit 5f0d4e4; export/function_task_static_ablation.r names a row "no W-clamp" where
+# regualizer.oob == 0). The flag reaches both layers (the NAU and the NMU): neither projects
+# W, both clamp it in the forward pass.
+_NO_CLAMP = (("model.layer1_options.clamp_w", False), ("model.layer2_options.clamp_w", False))
+_NO_RSPARSE = (("train.reg_scale", 0.0),)
 _ICLR = "Madsen & Johansen, Neural Arithmetic Units, ICLR 2020 (arXiv:2001.05016)"
 _ARITH_MODELS = (
     _v("nac_mul_nmu", "NAC•,NMU"),
@@ -124,10 +127,10 @@ TABLES: dict[str, TableSpec] = {
             _v("nac_mul_sigma", "NAC•,σ"),
             _v("nac_mul", "NAC•"),
             _v("nmu", "NMU"),
-            _v("nmu_no_rsparse", "NMU, no R_sparse", "nmu", overrides=(("train.reg_scale", 0.0),)),
+            _v("nmu_no_rsparse", "NMU, no R_sparse", "nmu", overrides=_NO_RSPARSE),
             _v("nmu_no_rsparse_no_clamp", "NMU, no R_sparse, no W-clamp", "nmu",
-               unavailable=_NO_CLAMP),
-            _v("nmu_no_clamp", "NMU, no W-clamp", "nmu", unavailable=_NO_CLAMP),
+               overrides=_NO_RSPARSE + _NO_CLAMP),
+            _v("nmu_no_clamp", "NMU, no W-clamp", "nmu", overrides=_NO_CLAMP),
         ),
         100, 5_000_000, f"{_ICLR}, Appendix C (ablation)", "iclr2020-ablation.csv",
     ),

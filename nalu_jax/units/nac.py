@@ -127,6 +127,7 @@ class NACMulNMU(ArithmeticUnit):
     # an ``isinstance(unit, NMU)`` check never mistakes this unit for an NMU.
     weight = NMU.weight
     project = NMU.project
+    clamp_w = True  # what the borrowed methods read: always projected
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""

@@ -10,6 +10,13 @@ Parity with the reference (``AndreasMadsen/stable-nalu``, ``--oob-mode clip``; s
 ``torch.clamp``'s gradient (1 on the bound, see ``_base.clamp``); the NMU forward uses W
 unclamped, as the reference does in clip mode (the projection keeps W in [0, 1]); R_sparse is
 taken on the raw W with |·|'s gradient 0 at 0, so a weight on 0 or ±1 is not pushed by it.
+
+``clamp_w=False`` (NAU and NMU) is the reference's ``--oob-mode regualized
+--regualizer-oob 0``, the "no W-clamp" rows of the ICLR 2020 ablation (Appendix C): no
+projection after the step, so the stored W may leave the range; the forward pass and the
+sparsity error use W clamped to the range (``torch.clamp``'s gradient); the regularisers
+stay on the raw W; the reference's out-of-bound regulariser has weight 0 there and is not
+implemented.
 """
 
 from __future__ import annotations
@@ -62,14 +69,20 @@ def nmu_z(w, x):
 class NAU(ArithmeticUnit):
     """Neural addition unit, param ``w`` ``[in, out]``.
 
-    Options: none. Regularisers (on the raw W): ``sparse`` = mean(min(|W|, |1 − |W||)),
+    Options: ``clamp_w`` (default True): project W to [−1, 1] after each step; False is the
+    reference's ``--oob-mode regualized`` (no projection; the forward clamps W either way).
+    Regularisers (on the raw W): ``sparse`` = mean(min(|W|, |1 − |W||)),
     ``z`` = mean_ij((1 − |W_ij|)·x̄_i²).
     """
 
-    def __init__(self, in_features: int, out_features: int, *, rngs: nnx.Rngs):
+    def __init__(
+        self, in_features: int, out_features: int, *, rngs: nnx.Rngs, clamp_w: bool = True
+    ):
         super().__init__(in_features, out_features)
+        check_choice("clamp_w", clamp_w, {False, True})
         r = nau_radius(in_features, out_features)
         self.w = nnx.Param(uniform(rngs.params(), (in_features, out_features), -r, r))
+        self.clamp_w = bool(clamp_w)
 
     def weight(self):
         return clamp(self.w[...], -1.0, 1.0)
@@ -82,7 +95,8 @@ class NAU(ArithmeticUnit):
         return {"sparse": nau_sparse(w), "z": nau_z(w, x)}
 
     def project(self) -> None:
-        clamp_param(self.w, -1.0, 1.0)
+        if self.clamp_w:
+            clamp_param(self.w, -1.0, 1.0)
 
     def sparsity_weights(self) -> tuple:
         return (self.weight(),)
@@ -101,8 +115,13 @@ class NMU(ArithmeticUnit):
     ``normalized``: c = std(x) (unbiased, as ``torch.std``), one scalar over every entry of
     the batch, y = NMU(x / c)·c^{Σ_i W_ij}.
 
-    The forward uses W as stored (the reference's clip mode: only the projection bounds it).
-    Regularisers: ``sparse`` = mean(min(|W|, |1 − W|)), ``z`` = mean_ij((1 − W_ij)·(1 − x̄_i)²).
+    ``clamp_w`` (default True): project W to [0, 1] after each step, the forward using W as
+    stored (the reference's ``--oob-mode clip``: only the projection bounds it). False: the
+    reference's ``--oob-mode regualized --regualizer-oob 0`` ("NMU, no W-clamp", ICLR 2020
+    Appendix C ablation): no projection, the forward (and the sparsity error) use
+    clamp(W, 0, 1) with ``torch.clamp``'s gradient.
+    Regularisers (on the raw W): ``sparse`` = mean(min(|W|, |1 − W|)),
+    ``z`` = mean_ij((1 − W_ij)·(1 − x̄_i)²).
     """
 
     multiplicative = True
@@ -115,9 +134,11 @@ class NMU(ArithmeticUnit):
         rngs: nnx.Rngs,
         init: str = "uniform",
         normalized: bool = False,
+        clamp_w: bool = True,
     ):
         super().__init__(in_features, out_features)
         check_choice("init", init, {"uniform", "variance"})
+        check_choice("clamp_w", clamp_w, {False, True})
         shape = (in_features, out_features)
         if init == "uniform":
             w = uniform(rngs.params(), shape, 0.25, 0.75)
@@ -126,9 +147,10 @@ class NMU(ArithmeticUnit):
             w = jnp.clip(0.5 + 0.5 * w, 0.0, 1.0)
         self.w = nnx.Param(w)
         self.normalized = normalized
+        self.clamp_w = bool(clamp_w)
 
     def weight(self):
-        return self.w[...]
+        return self.w[...] if self.clamp_w else clamp(self.w[...], 0.0, 1.0)
 
     def __call__(self, x, *, training: bool = False, key=None):
         w = self.weight()
@@ -140,11 +162,12 @@ class NMU(ArithmeticUnit):
         return nmu_product(x / c, w) * c ** jnp.sum(w, axis=0)
 
     def regularizers(self, x, *, training: bool = False, key=None) -> dict:
-        w = self.weight()
+        w = self.w[...]
         return {"sparse": nmu_sparse(w), "z": nmu_z(w, x)}
 
     def project(self) -> None:
-        clamp_param(self.w, 0.0, 1.0)
+        if self.clamp_w:
+            clamp_param(self.w, 0.0, 1.0)
 
     def sparsity_weights(self) -> tuple:
         return (self.weight(),)
