@@ -59,6 +59,28 @@ def loaded_config(config_flag):
     return config
 
 
+def model_configs(base, models) -> list:
+    """One config per name of ``--models`` (``model.name`` set), each validated by its
+    experiment before anything trains: a misspelled or unknown name (or a repeated one) fails
+    with one sentence, status 2, before the first model's run."""
+    from nalu_jax.experiments import EXPERIMENTS
+
+    if len(set(models)) != len(models):
+        fail(f"--models names a model twice: {list(models)}.")
+    configs = []
+    with reported_errors():
+        experiment = EXPERIMENTS[base.get("experiment", "arithmetic")]
+        for model in models:
+            config = base.copy_and_resolve_references()
+            config.model.name = model
+            try:
+                experiment.validate(config)
+            except ConfigError as e:
+                raise ConfigError(f"--models {model!r}: {e}") from None
+            configs.append(config)
+    return configs
+
+
 def run(main) -> None:
     """``app.run(main)`` with config and flag errors turned into one sentence and status 2."""
     try:

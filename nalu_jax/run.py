@@ -34,9 +34,10 @@ from nalu_jax.population import (  # noqa: F401  (re-exported: the loop's public
     metrics_dict,
     padded_size,
     run_population,
+    say,
 )
 from nalu_jax.report import atomic_write, dumps
-from nalu_jax.train import Trainer, num_evaluations, seed_keys
+from nalu_jax.train import Trainer, budget_warnings, num_evaluations, seed_keys
 from nalu_jax.workdir import prepare_workdir
 
 
@@ -151,6 +152,8 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     settings = sweep.expand(config, experiment.SWEEPABLE)
     programs = experiment.programs(config) if hasattr(experiment, "programs") else [("", config)]
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}
+    for message in budget_warnings(config, [h for p in populations.values() for h in p.hparams]):
+        say(message)  # a budget that cuts the regulariser ramp short
     proc = distributed.process_info()
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
     run_setting = np.repeat(np.arange(len(settings)), len(seeds))  # setting-major

@@ -61,6 +61,19 @@ def validate(config) -> None:
             f"task.kind must be 'arithmetic' or 'single_module' for experiment 'arithmetic', "
             f"got {config.task.kind!r} (the recurrent task is experiment 'recurrent')."
         )
+    validate_model(config)
+
+
+def validate_model(config) -> None:
+    """The model's unit names (a ``"module:Class"`` name is imported here) and, for a single
+    unit, its declared λ̂: checked before anything trains."""
+    m = config.model
+    try:
+        resolve_layers(m.name, single_unit=bool(m.single_unit), first_layer=m.first_layer)
+        if m.single_unit and config.train.get("reg_scale") is None:
+            UNITS.spec(m.name).reg_scale_for(config.task.op)
+    except ValueError as e:
+        raise ConfigError(prefix("model", str(e))) from None
 
 
 def validate_fields(config) -> None:

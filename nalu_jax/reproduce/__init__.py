@@ -31,13 +31,15 @@ def write(spec: TableSpec, workdir: str) -> list[dict]:
 def reproduce(
     name: str, workdir: str, *, models=None, ops=None, seeds=None, steps=None, overrides=None,
     calibration_steps: int = 2_000, progress: bool = True, overwrite: bool = False, log=print,
+    extra_models=None,
 ) -> list[dict]:  # fmt: skip
     """Run every cell of table ``name`` (restricted to ``models``/``ops``) into
     ``workdir/cells/OP-MODEL``, print the estimated wall time first (a ``calibration_steps``
     run per model on this machine; 0 skips it), then write the table. Finished cells are
     skipped, stopped ones resume. ``seeds``/``steps`` reduce the protocol; ``overrides``
-    (dotted config fields) apply to every cell."""
-    spec = table(name)
+    (dotted config fields) apply to every cell; ``extra_models`` adds registered units as
+    rows of their own (``specs.with_extra``)."""
+    spec = specs.with_extra(table(name), extra_models)
     chosen = specs.cells(spec, models, ops)
     cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides)
     runnable = [c for c in chosen if c.key in cfgs]

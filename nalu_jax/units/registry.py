@@ -112,12 +112,12 @@ class UnitRegistry(dict):
             module = importlib.import_module(module_name)
         except ImportError as e:
             raise ValueError(
-                f"unit {name!r} names module {module_name!r}, which cannot be imported ({e}); "
+                f"{name!r} names module {module_name!r}, which cannot be imported ({e}); "
                 "put its folder on PYTHONPATH or install it."
             ) from None
         cls = getattr(module, cls_name, None)
         if cls is None:
-            raise ValueError(f"unit {name!r}: module {module_name!r} has no {cls_name!r}.")
+            raise ValueError(f"{name!r} names {cls_name!r}, which module {module_name!r} lacks.")
         if not dict.__contains__(self, name):  # the module may have registered it itself
             register_unit(cls, name, registry=self)
 
