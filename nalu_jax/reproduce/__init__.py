@@ -40,6 +40,8 @@ def reproduce(
     (dotted config fields) apply to every cell; ``extra_models`` adds registered units as
     rows of their own (``specs.with_extra``)."""
     spec = specs.with_extra(table(name), extra_models)
+    if models and extra_models:
+        models = [*models, *(m for m in extra_models if m not in models)]
     chosen = specs.cells(spec, models, ops)
     cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides)
     runnable = [c for c in chosen if c.key in cfgs]
