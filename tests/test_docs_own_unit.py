@@ -8,6 +8,8 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 DOC = os.path.join(ROOT, "docs", "own_unit.md")
@@ -55,6 +57,7 @@ def test_the_doc_shows_the_example_file_verbatim():
         assert _blocks("python") == [f.read()]
 
 
+@pytest.mark.slow  # about a minute of CPU: five short runs and a 9-range table of two units
 def test_own_unit_runs_by_name_through_both_benchmarks_and_a_table(tmp_path):
     unit_dir, runs = tmp_path / "mine", tmp_path / "runs"
     unit_dir.mkdir()
