@@ -37,6 +37,7 @@ class ModelSpec:
 
 _NMU_REG = dict(reg_scale=10.0, reg_start=1e6, reg_end=2e6)
 
+
 class ModelTable(dict):
     """``name → ModelSpec``; a registered unit that declares an ``ArithmeticModel`` is a model
     of its own name (a ``"module:Class"`` name is imported on first lookup, as in ``UNITS``)."""
@@ -70,7 +71,7 @@ def _follow_units(name: str, spec: UnitSpec | None) -> None:
 
 _USER_MODELS: set = set()
 
-MODELS: ModelTable = ModelTable({
+MODELS: dict[str, ModelSpec] = {
     "nmu": ModelSpec("nau", "nmu", **_NMU_REG),
     "nau": ModelSpec("nau", "nau", reg_scale=0.01, reg_start=5e3, reg_end=5e4),
     "nac_mul": ModelSpec("nac_add", "nac_mul"),
@@ -87,7 +88,8 @@ MODELS: ModelTable = ModelTable({
         name: ModelSpec("nau", name, **_NMU_REG)
         for name in ("inalu", "g_nalu", "npu", "real_npu", "nru", "nmru", "snmu")
     },
-})
+}
+MODELS = ModelTable(MODELS)  # the library's models; registered units join (_follow_units)
 UNITS.listeners.append(_follow_units)
 for _name, _spec in list(UNITS.specs.items()):  # units registered before this import
     _follow_units(_name, _spec)

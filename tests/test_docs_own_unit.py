@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 DOC = os.path.join(ROOT, "docs", "own_unit.md")

@@ -24,7 +24,7 @@ from nalu_jax.experiments import arithmetic as arith
 from nalu_jax.reproduce import specs, tables
 from nalu_jax.run import run
 from nalu_jax.train import HParams, budget_warnings
-from nalu_jax.units import NAU, ArithmeticModel
+from nalu_jax.units import NAU
 
 UNIT_SOURCE = textwrap.dedent(
     '''

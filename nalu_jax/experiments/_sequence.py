@@ -5,9 +5,9 @@ from __future__ import annotations
 import jax
 
 from nalu_jax import report, train
+from nalu_jax.config import ConfigError
 from nalu_jax.models import MODELS
 from nalu_jax.run import Population
-from nalu_jax.config import ConfigError
 from nalu_jax.units import UNITS, training_needs
 
 #: traced hyperparameters the sequence experiments can sweep in one program

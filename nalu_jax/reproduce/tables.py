@@ -186,9 +186,7 @@ BUDGET_COLUMNS = ("success", "solved at", "sparsity error", "overlap")
 
 def reduced_budget(spec: TableSpec, rows: list[dict]) -> bool:
     """Some finished cell ran fewer iterations than the published protocol."""
-    return any(
-        r["status"] == "done" and int(r["num_steps"]) < spec.num_steps for r in rows
-    )
+    return any(r["status"] == "done" and int(r["num_steps"]) < spec.num_steps for r in rows)
 
 
 def _mark(cols: list[str]) -> list[str]:

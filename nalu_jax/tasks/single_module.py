@@ -78,4 +78,3 @@ def single_module_task(op: str, range_index: int, input_size: int = 2) -> Arithm
         interpolation_range=interpolation,
         extrapolation_range=extrapolation,
     )
-

@@ -149,7 +149,9 @@ def _check_scale(name: str, value) -> None:
     if isinstance(value, Mapping):
         bad = sorted(set(value) - set(OPS))
         if bad:
-            raise ValueError(f"single_module_reg_scale of {name!r} names ops {bad}; allowed: {OPS}.")
+            raise ValueError(
+                f"single_module_reg_scale of {name!r} names ops {bad}; allowed: {OPS}."
+            )
     for v in values:
         ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
         if not ok:
