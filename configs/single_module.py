@@ -12,7 +12,7 @@ Variants (comma-separated in the config string):
   smoke        a tiny run (4 seeds, 2,000 steps) for tests and CI
 
 NAU/NMU use the regulariser ramp 20,000 → 35,000 with λ̂ from
-``nalu_jax.tasks.single_module.SINGLE_UNIT_REG_SCALE`` (0.01 for NAU, 10 for NMU) while
+the unit's registration (``nalu_jax.units.SINGLE_UNIT_REG_SCALE``: 0.01 for NAU, 10 for NMU) while
 ``train.reg_scale`` is None; NPU/RealNPU train with lr 5e-3 while ``train.lr`` is None.
 """
 

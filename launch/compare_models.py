@@ -72,9 +72,9 @@ def main(argv) -> None:
     from nalu_jax.run import run
 
     rows = []
-    for model in _MODELS.value:
-        config = base.copy_and_resolve_references()
-        config.model.name = model  # λ̂, lr and other per-model defaults resolve from the name
+    configs = cli.model_configs(base, _MODELS.value)  # every name checked before any training
+    for model, config in zip(_MODELS.value, configs, strict=True):
+        # λ̂, lr and other per-model defaults resolve from the name
         print(f"== {model}", flush=True)
         cell = os.path.join(_RESULTS.value, model) if _RESULTS.value else None
         with cli.reported_errors():

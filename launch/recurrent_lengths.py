@@ -68,17 +68,18 @@ def main(argv) -> None:
     from nalu_jax.experiments import recurrent
 
     summaries, out = [], {}
-    for model in _MODELS.value:
-        config = base.copy_and_resolve_references()
-        config.model.name = model
-        workdir = os.path.join(_WORKDIR.value, model)
-        with cli.reported_errors():
-            path = os.path.join(workdir, "config.json")
+    configs = cli.model_configs(base, _MODELS.value)
+    with cli.reported_errors():  # every model's finished run, before any is evaluated
+        for model, config in zip(_MODELS.value, configs, strict=True):
+            path = os.path.join(_WORKDIR.value, model, "config.json")
             if not os.path.exists(path) or open(path).read() != config_json(config):
                 raise ConfigError(
                     f"{path} is missing or was written by another config: run "
                     "launch/compare_models.py with the same --config and overrides first."
                 )
+    for model, config in zip(_MODELS.value, configs, strict=True):
+        workdir = os.path.join(_WORKDIR.value, model)
+        with cli.reported_errors():
             r = recurrent.length_sweep(config, workdir, lengths, threshold_samples=_SAMPLES.value)
         columns = {"seed": r["seeds"]}
         for j, n in enumerate(lengths):

@@ -34,6 +34,9 @@ from nalu_jax.config import ConfigError  # noqa: E402
 
 _TABLE = flags.DEFINE_string("table", None, "Table name, e.g. iclr2020-arithmetic.")
 _MODELS = flags.DEFINE_list("models", None, "Models of the table to run (default: all).")
+_EXTRA = flags.DEFINE_list(
+    "extra_models", None, "Registered units to add as rows, e.g. mypkg.units:ScaledNAU."
+)
 _OPS = flags.DEFINE_list("ops", None, "Ops of the table to run, e.g. mul,add (default: all).")
 _SEEDS = flags.DEFINE_integer("seeds", None, "Seeds per cell (default: the published number).")
 _STEPS = flags.DEFINE_integer("steps", None, "Iterations per cell (default: the published).")
@@ -77,7 +80,8 @@ def main(argv) -> None:
 
     try:
         if _REPORT_ONLY.value:
-            rows = reproduce.write(reproduce.table(_TABLE.value), _WORKDIR.value)
+            spec = reproduce.specs.with_extra(reproduce.table(_TABLE.value), _EXTRA.value)
+            rows = reproduce.write(spec, _WORKDIR.value)
         else:
             rows = reproduce.reproduce(
                 _TABLE.value,
@@ -91,6 +95,7 @@ def main(argv) -> None:
                 progress=_PROGRESS.value,
                 overwrite=_OVERWRITE.value,
                 results=_results_root(),
+                extra_models=_EXTRA.value,
             )
     except ConfigError as e:
         fail(str(e))

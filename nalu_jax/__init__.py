@@ -5,7 +5,8 @@ What a user importing the library reaches for first::
     from nalu_jax import NMU, make_unit, build_model, make_train, run
 
 * units (``nalu_jax.units``): every unit as an NNX module, the registry ``UNITS``,
-  ``make_unit(name, in, out, rngs=...)``;
+  ``make_unit(name, in, out, rngs=...)``, ``register_unit`` for a unit of one's own
+  (docs/own_unit.md);
 * models (``nalu_jax.models``): ``build_model`` / ``model_factory`` (the model table
   ``MODELS``), ``RecurrentNetwork``;
 * the training core (``nalu_jax.train``): ``make_train(recipe, config, hparams)`` → pure

@@ -132,10 +132,24 @@ class Checkpointer:
     def restore_latest(self, like, say=print):
         """``(step, tree)`` of the newest checkpoint that restores intact, or ``(None, None)``;
         each one skipped is reported by ``say`` in one sentence (which, and why)."""
+        step, tree, _ = self.restore_latest_of([like], say)
+        return step, tree
+
+    def restore_latest_of(self, likes, say=print):
+        """``(step, tree, i)``: the newest checkpoint that restores intact into one of the
+        layouts ``likes`` (tried in order; ``i`` is the one it fits), or ``(None, None, None)``."""
         steps = self.all_steps()
         for step in reversed(steps):
             try:
-                return step, self.restore(step, like)
+                error = None
+                for i, like in enumerate(likes):
+                    try:
+                        return step, self.restore(step, like), i
+                    except CheckpointError as e:
+                        error = error or e
+                        if len(likes) > 1:  # a failed restore can leave orbax unusable
+                            self._fresh_manager()
+                raise error
             except CheckpointError as e:
                 older = [s for s in steps if s < step]
                 then = f"trying step {older[-1]}" if older else "starting afresh"
@@ -144,7 +158,11 @@ class Checkpointer:
                     f"checkpoint at step {step} in {self.directory} is unusable: {e}; moved to "
                     f"{kept}, {then}."
                 )
-        return None, None
+        return None, None, None
+
+    def _fresh_manager(self) -> None:
+        self._manager.close()
+        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
 
     def _set_aside(self, step: int) -> str:
         """Move an unusable checkpoint out of the way (kept for inspection, never reused)."""
@@ -153,8 +171,7 @@ class Checkpointer:
         shutil.move(os.path.join(self.directory, str(step)), target)
         # A fresh manager: after a failed restore orbax's handlers can be left in a state that
         # refuses the next restore or save (reload() is not enough).
-        self._manager.close()
-        self._manager = ocp.CheckpointManager(self.directory, options=self._options)
+        self._fresh_manager()
         return target
 
     def close(self) -> None:

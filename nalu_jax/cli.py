@@ -1,5 +1,7 @@
-"""Command-line plumbing shared by ``nalu_jax.main`` and the ``launch/`` scripts (no flags here).
+"""Command-line plumbing shared by ``nalu_jax.main`` and the ``launch/`` scripts.
 
+One flag is defined here, for every entry point: ``--plugin=MODULE[,MODULE]`` imports modules
+that register units of one's own (``nalu_jax.units.register_unit``) before anything runs.
 Every mistake a user can make on the command line ends in ``fail``: one sentence on stderr and
 exit status 2, never a traceback.
 """
@@ -12,7 +14,11 @@ import sys
 import ml_collections
 from absl import app, flags
 
-from nalu_jax.config import ConfigError
+from nalu_jax.config import SWEEPABLE, ConfigError
+
+PLUGIN = flags.DEFINE_list(
+    "plugin", [], "Modules to import first (they register units: docs/own_unit.md)."
+)
 
 
 def fail(message: str, status: int = 2) -> None:
@@ -53,6 +59,28 @@ def loaded_config(config_flag):
     return config
 
 
+def model_configs(base, models) -> list:
+    """One config per name of ``--models`` (``model.name`` set), each validated by its
+    experiment before anything trains: a misspelled or unknown name (or a repeated one) fails
+    with one sentence, status 2, before the first model's run."""
+    from nalu_jax.experiments import EXPERIMENTS
+
+    if len(set(models)) != len(models):
+        fail(f"--models names a model twice: {list(models)}.")
+    configs = []
+    with reported_errors():
+        experiment = EXPERIMENTS[base.get("experiment", "arithmetic")]
+        for model in models:
+            config = base.copy_and_resolve_references()
+            config.model.name = model
+            try:
+                experiment.validate(config)
+            except ConfigError as e:
+                raise ConfigError(f"--models {model!r}: {e}") from None
+            configs.append(config)
+    return configs
+
+
 def run(main) -> None:
     """``app.run(main)`` with config and flag errors turned into one sentence and status 2."""
     try:
@@ -70,12 +98,35 @@ def _flag_error_sentence(message: str) -> str:
     return lines[-1] if "Traceback" in message else " ".join(lines)
 
 
+def _misspelled_sweep_field(argv) -> str | None:
+    """``NAME`` of a ``--config.sweep.NAME=...`` override that is not a sweepable field."""
+    for arg in argv[1:]:
+        head = arg.lstrip("-").split("=", 1)[0].split(".")
+        if len(head) == 3 and head[1] == "sweep" and head[2] not in SWEEPABLE:
+            return head[2]
+    return None
+
+
 def _parse_flags(argv):
+    rest = _parse(argv)
+    from nalu_jax.units import import_plugins
+
+    try:
+        import_plugins(PLUGIN.value)
+    except ValueError as e:  # a --plugin module that cannot be imported
+        fail(str(e))
+    return rest
+
+
+def _parse(argv):
     try:
         return flags.FLAGS(argv)
     except flags.Error as e:
         fail(_flag_error_sentence(str(e)))
     except (AttributeError, KeyError) as e:  # an override naming a field the config lacks
+        bad = _misspelled_sweep_field(argv)
+        if bad is not None:
+            fail(f"sweep.{bad} is not a sweepable field; sweepable: {sorted(SWEEPABLE)}.")
         hint = " ".join(str(e).replace("\\n", "\n").replace("\\'", "").split())
         fail(f"a --config.FIELD override names no field of the config ({hint.strip(chr(39))}).")
     except ConfigError as e:

@@ -2,7 +2,8 @@
 
 * ``ArithmeticNetwork``: a stack of units (two layers ``in → hidden → 1`` for the arithmetic
   task, one unit ``in → 1`` for the single-module benchmark).
-* ``MODELS``: model name → (layer₁ unit, layer₂ unit, default λ̂, λ_start, λ_end).
+* ``MODELS``: model name → (layer₁ unit, layer₂ unit, default λ̂, λ_start, λ_end); a unit
+  registered with an ``ArithmeticModel`` (``nalu_jax.units.register_unit``) joins it.
 * ``RecurrentNetwork``: a recurrent cell unrolled over a sequence and a readout unit.
 * ``build_model(...)`` / ``model_factory(...)``: the network for a model name.
 * ``init_params(factory, key)`` / ``split_model(factory)``: the pure view the training core
@@ -17,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax.units import ACTIVATIONS, UNITS, ArithmeticUnit, make_unit
+from nalu_jax.units import ACTIVATIONS, UNITS, ArithmeticUnit, UnitSpec, make_unit
 from nalu_jax.units.recurrent import final_output
 
 REG_KEYS = ("sparse", "z", "gate", "l1", "inalu")
@@ -35,6 +36,40 @@ class ModelSpec:
 
 
 _NMU_REG = dict(reg_scale=10.0, reg_start=1e6, reg_end=2e6)
+
+
+class ModelTable(dict):
+    """``name → ModelSpec``; a registered unit that declares an ``ArithmeticModel`` is a model
+    of its own name (a ``"module:Class"`` name is imported on first lookup, as in ``UNITS``)."""
+
+    def __contains__(self, name) -> bool:
+        if isinstance(name, str) and not dict.__contains__(self, name) and ":" in name:
+            UNITS.get(name)  # imports and registers the unit (see _follow_units)
+        return dict.__contains__(self, name)
+
+    def __missing__(self, name):
+        if name in self:
+            return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+def _follow_units(name: str, spec: UnitSpec | None) -> None:
+    """Keep ``MODELS`` in step with the units registered with an arithmetic-task model."""
+    if spec is None or spec.arithmetic is None:
+        if name in _USER_MODELS:
+            _USER_MODELS.discard(name)
+            dict.pop(MODELS, name, None)
+        return
+    a = spec.arithmetic
+    first = name if a.first_layer == "same" else a.first_layer
+    dict.__setitem__(MODELS, name, ModelSpec(first, name, a.reg_scale, a.reg_start, a.reg_end))
+    _USER_MODELS.add(name)
+
+
+_USER_MODELS: set = set()
 
 MODELS: dict[str, ModelSpec] = {
     "nmu": ModelSpec("nau", "nmu", **_NMU_REG),
@@ -54,6 +89,10 @@ MODELS: dict[str, ModelSpec] = {
         for name in ("inalu", "g_nalu", "npu", "real_npu", "nru", "nmru", "snmu")
     },
 }
+MODELS = ModelTable(MODELS)  # the library's models; registered units join (_follow_units)
+UNITS.listeners.append(_follow_units)
+for _name, _spec in list(UNITS.specs.items()):  # units registered before this import
+    _follow_units(_name, _spec)
 
 
 class ArithmeticNetwork(nnx.Module):
@@ -141,7 +180,13 @@ def resolve_layers(name: str, *, single_unit: bool = False, first_layer: str | N
             raise ValueError(f"model.name must be one of the units {sorted(UNITS)}, got {name!r}.")
         return (name,)
     if name not in MODELS:
-        raise ValueError(f"model.name must be one of {sorted(MODELS)}, got {name!r}.")
+        hint = ""
+        if name in UNITS:
+            hint = (
+                f" (unit {name!r} declares no arithmetic-task model: give it "
+                "`arithmetic = ArithmeticModel(reg_scale=...)`)"
+            )
+        raise ValueError(f"model.name must be one of {sorted(MODELS)}, got {name!r}{hint}.")
     spec = MODELS[name]
     if first_layer in (None, "", "default"):
         return (spec.layer1, spec.layer2)

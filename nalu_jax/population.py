@@ -217,6 +217,7 @@ def say(message: str) -> None:
 def run_population(
     trainer: Trainer, keys, hparams, config, checkpoint_dir, *, checkpoint_process=None,
     progress=True, desc=None, postfix=None, on_checkpoint=None, on_evaluation=None,
+    extend_from=(),
 ) -> PopulationResult:  # fmt: skip
     """Train ``len(keys)`` runs of ``trainer`` for ``config.num_steps`` steps (module doc).
 
@@ -230,11 +231,14 @@ def run_population(
       postfix: ``(history, num_done) -> dict`` for the progress bar (diverged is added).
       on_checkpoint: ``(history, num_done, diverged_at [n])`` after each intermediate save.
       on_evaluation: ``(history, e)`` after evaluation ``e`` is recorded.
+      extend_from: the smaller ``num_steps`` this checkpoint directory was trained with before
+        (``nalu_jax.workdir.extended_from``): their checkpoints restore too, the history is
+        padded, and a finished run goes on from its last step.
     """
     with _StopRequest() as stop:
         return _run_population(
             trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process, progress,
-            desc, postfix, on_checkpoint, on_evaluation,
+            desc, postfix, on_checkpoint, on_evaluation, extend_from,
         )  # fmt: skip
 
 
@@ -251,6 +255,21 @@ def empty_history(shapes: dict, num_evals: int, n: int) -> dict:
     return history
 
 
+def extended_history(old: dict, empty: dict) -> dict:
+    """A smaller budget's ``history`` in the layout of a larger one (``empty``, not filled).
+
+    A finished run's checkpoint holds its state after its last evaluation, never trained
+    past it: that evaluation is marked undone, so the loop evaluates it again (the same
+    numbers) and trains on from there, as a run of the larger budget would have done."""
+    out = {k: v.copy() for k, v in empty.items()}
+    m = len(old["step"])
+    for k, v in old.items():
+        out[k][:m] = v
+    if old["step"][-1] >= 0:  # finished: its last evaluation is redone before training on
+        out["step"][m - 1] = -1
+    return out
+
+
 def checkpoint_tree(states, history: dict, clock=None) -> dict:
     """The tree a population checkpoint holds (also the template that restores one): the
     per-seed ``states``, the evaluation ``history`` and the ``clock`` (compile s, loop s,
@@ -260,7 +279,8 @@ def checkpoint_tree(states, history: dict, clock=None) -> dict:
 
 
 def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process,
-                    progress, desc, postfix, on_checkpoint, on_evaluation):  # fmt: skip
+                    progress, desc, postfix, on_checkpoint, on_evaluation,
+                    extend_from=()):  # fmt: skip
     init, train, evaluate = trainer.init, trainer.train, trainer.evaluate
     train_args = (hparams, trainer.train_data)
     eval_args = (hparams, trainer.eval_data)
@@ -292,10 +312,17 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     def save(step, snapshot):
         ckpt.save(step, checkpoint_tree(unpadded(snapshot), history, clock))
 
-    resumed, saved = ckpt.restore_latest(like, say=say)
+    shorter = [  # the layouts of the smaller budgets this run had before being extended
+        checkpoint_tree(like["states"], empty_history(shapes, steps // every + 1, n))
+        for steps in sorted(set(extend_from), reverse=True)
+        if steps // every + 1 < num_evals
+    ]
+    resumed, saved, which = ckpt.restore_latest_of([like, *shorter], say=say)
     if resumed is not None:
         states = jax.tree.map(lambda x: np.asarray(x)[pad], saved["states"])
         history = {k: np.asarray(v) for k, v in saved["history"].items()}
+        if which > 0:  # a checkpoint of the smaller budget: pad its history, go on from it
+            history = extended_history(history, like["history"])
         clock = np.asarray(saved["clock"], np.float64).copy()
         say(f"resumed from the checkpoint at step {resumed} in {checkpoint_dir}.")
     done = int(np.sum(history["step"] >= 0))

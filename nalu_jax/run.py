@@ -19,6 +19,7 @@ population that sets thresholds).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any
 
@@ -34,10 +35,11 @@ from nalu_jax.population import (  # noqa: F401  (re-exported: the loop's public
     metrics_dict,
     padded_size,
     run_population,
+    say,
 )
 from nalu_jax.report import atomic_write, dumps
-from nalu_jax.train import Trainer, num_evaluations, seed_keys
-from nalu_jax.workdir import prepare_workdir
+from nalu_jax.train import Trainer, budget_warnings, num_evaluations, seed_keys
+from nalu_jax.workdir import extended_from, prepare_workdir
 
 
 @dataclasses.dataclass
@@ -151,6 +153,8 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     settings = sweep.expand(config, experiment.SWEEPABLE)
     programs = experiment.programs(config) if hasattr(experiment, "programs") else [("", config)]
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}
+    for message in budget_warnings(config, [h for p in populations.values() for h in p.hparams]):
+        say(message)  # a budget that cuts the regulariser ramp short
     proc = distributed.process_info()
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
     run_setting = np.repeat(np.arange(len(settings)), len(seeds))  # setting-major
@@ -159,6 +163,7 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     for pop in populations.values():  # before the workdir is claimed
         check_memory(pop, mine.stop - mine.start, config)
     prepare_workdir(workdir, config, overwrite, proc)
+    previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
     if hasattr(experiment, "prepare"):
         for pop in populations.values():
             experiment.prepare(config, workdir, pop, progress)
@@ -167,6 +172,7 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
         part = _train_program(
             populations[label], label, config, workdir, proc, settings, run_setting, run_seed,
             mine, progress, single=len(settings) == 1 and proc.count == 1 and len(programs) == 1,
+            extend_from=previous,
         )  # fmt: skip
         results[label] = distributed.gather_parts(
             _label_dir(workdir, "parts", label), proc, part, len(run_seed)
@@ -178,7 +184,7 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
 
 
 def _train_program(pop, label, config, workdir, proc, settings, run_setting, run_seed, mine,
-                   progress, single) -> dict:  # fmt: skip
+                   progress, single, extend_from=()) -> dict:  # fmt: skip
     """This process's runs of one program → its part of the results."""
     solved = pop.solved(run_setting[mine]) if pop.solved else None
     postfix = (lambda h, done: {"solved": int(solved(h, done).sum())}) if solved else None
@@ -207,6 +213,7 @@ def _train_program(pop, label, config, workdir, proc, settings, run_setting, run
             postfix=postfix,
             on_checkpoint=on_checkpoint,
             on_evaluation=events.write if events else None,
+            extend_from=extend_from,
         )
     finally:
         if events:
@@ -244,11 +251,29 @@ def _write_results(experiment, workdir, config, outcome: Outcome):
         os.makedirs(out, exist_ok=True)
         summary = experiment.write_results(out, setting.config, one)
         summary.update(setting=setting.name, setting_values=setting.values)
+        _state_setting(out, h, len(settings), setting, summary)
         summaries.append(summary)
     combined = {"settings": summaries}
     atomic_write(os.path.join(workdir, "summary.json"), dumps(combined) + "\n")
     atomic_write(os.path.join(workdir, "summary.md"), experiment.format_summary(combined))
     return combined
+
+
+def _state_setting(out: str, h: int, count: int, setting, summary: dict) -> None:
+    """Make ``settings/NNN``'s ``summary.md`` and ``summary.json`` say which setting they are."""
+    values = ", ".join(f"{k} = {v}" for k, v in setting.values.items())
+    md = os.path.join(out, "summary.md")
+    if os.path.exists(md):
+        with open(md) as f:
+            text = f.read()
+        atomic_write(md, f"Sweep setting {h:03d} of {count}: {values}.\n\n{text}")
+    path = os.path.join(out, "summary.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            written = json.load(f)
+        if isinstance(written, dict):
+            written.update(setting=summary["setting"], setting_values=summary["setting_values"])
+            atomic_write(path, dumps(written) + "\n")
 
 
 def _select(merged: dict, idx) -> dict:

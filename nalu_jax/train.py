@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx, struct
 
@@ -204,6 +205,41 @@ def build_hparams(tr, needs: TrainingNeeds, *, reg_scale=0.0, reg_start=0.0, reg
         beta_start=f(beta_start if needs.l1_beta else 1.0),
         beta_end=f(beta_end if needs.l1_beta else 1.0),
     )
+
+
+def budget_warnings(config, hparams) -> list[str]:
+    """One sentence per distinct way ``config.num_steps`` cuts the regulariser ramp short: it
+    ends before the ramp starts (R_sparse never switches on) or before it ends (λ never reaches
+    λ̂). Such a run is not comparable with one of the full budget. Only runs with λ̂ > 0 on the
+    linear ramp count (the ``exp`` schedule has no start or end)."""
+    if config.get("train", {}).get("reg_schedule", "linear") != "linear":
+        return []
+    steps, out = int(config.num_steps), []
+    for hp in hparams:
+        scales = np.atleast_1d(np.asarray(hp.reg_scale, np.float64))
+        starts = np.atleast_1d(np.asarray(hp.reg_start, np.float64))
+        ends = np.atleast_1d(np.asarray(hp.reg_end, np.float64))
+        on = scales > 0
+        if not on.any():
+            continue
+        start, end = float(starts[on].min()), float(ends[on].min())
+        if steps <= start:
+            msg = (
+                f"warning: num_steps={steps} ends before the regulariser ramp starts "
+                f"(reg_start={start:g}), so R_sparse never switches on and the results are not "
+                "comparable with a run of the full budget."
+            )
+        elif steps < end:
+            msg = (
+                f"warning: num_steps={steps} ends before the regulariser ramp ends "
+                f"(reg_end={end:g}), so λ never reaches λ̂ and the results are not comparable "
+                "with a run of the full budget."
+            )
+        else:
+            continue
+        if msg not in out:
+            out.append(msg)
+    return out
 
 
 def make_optimizer(tr, needs: TrainingNeeds):

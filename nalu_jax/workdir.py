@@ -88,11 +88,18 @@ def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) ->
         with open(path) as f:
             old = f.read()
         if old != text and not overwrite:
-            field = first_difference(json.loads(old), json.loads(text))
-            raise ConfigError(
-                f"workdir {workdir!r} holds a run whose config differs in {field}; "
-                "use another workdir or pass --overwrite to replace it."
+            before, after = json.loads(old), json.loads(text)
+            field = first_difference(_fixed(before), _fixed(after)) or first_difference(
+                before, after
             )
+            if field in EXTENDABLE and check_extension(before, after):
+                if int(after["num_steps"]) > int(before["num_steps"]):
+                    _record_extension(workdir, int(before["num_steps"]))
+            else:
+                raise ConfigError(
+                    f"workdir {workdir!r} holds a run whose config differs in {field}; "
+                    "use another workdir or pass --overwrite to replace it."
+                )
     if overwrite:
         for name in os.listdir(workdir):
             if name == LOCK:
@@ -100,6 +107,51 @@ def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) ->
             target = os.path.join(workdir, name)
             shutil.rmtree(target) if os.path.isdir(target) else os.unlink(target)
     atomic_write(path, text)
+
+
+#: fields an extension may change: the budget, and how often checkpoints are written
+EXTENDABLE = ("num_steps", "checkpoint_every")
+EXTENDED = "extended_from.json"  # the smaller num_steps a workdir was trained with before
+
+
+def _fixed(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in EXTENDABLE}
+
+
+def check_extension(before: dict, after: dict) -> bool:
+    """True when ``after`` extends the run of ``before``: the same config but for a larger
+    ``num_steps`` (and ``checkpoint_every``). A ``ConfigError`` in one sentence when the budget
+    is lowered, or when the schedule depends on ``num_steps`` (the steps already trained would
+    differ from those of a run given the larger budget from the start)."""
+    if first_difference(_fixed(before), _fixed(after)) is not None:
+        return False
+    old, new = int(before["num_steps"]), int(after["num_steps"])
+    if new < old:
+        raise ConfigError(
+            f"num_steps={new} is below the {old} steps this workdir's run was given; a run "
+            "can be extended, not shortened: use another workdir or pass --overwrite."
+        )
+    if new > old and after.get("train", {}).get("lr_decay_from") is not None:
+        raise ConfigError(
+            f"cannot extend this workdir's run from {old} to {new} steps: train.lr_decay_from "
+            "makes the learning rate fall until num_steps, so the steps already trained differ "
+            "from a run given the larger budget from the start; use another workdir."
+        )
+    return True
+
+
+def _record_extension(workdir: str, old_steps: int) -> None:
+    steps = sorted(set(extended_from(workdir)) | {old_steps})
+    atomic_write(os.path.join(workdir, EXTENDED), json.dumps({"num_steps": steps}) + "\n")
+
+
+def extended_from(workdir: str) -> list[int]:
+    """The smaller ``num_steps`` this workdir's run was trained with before being extended."""
+    try:
+        with open(os.path.join(workdir, EXTENDED)) as f:
+            return [int(v) for v in json.load(f)["num_steps"]]
+    except (OSError, ValueError, KeyError):
+        return []
 
 
 def _wait_for_config(path: str, text: str, timeout_s: float) -> None:

@@ -5,8 +5,13 @@ import os
 import pytest
 
 from nalu_jax.config import load_config  # noqa: F401  (tests import it from here)
+from nalu_jax.units import import_plugins
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Units of one's own join the registry-driven battery (tests/test_registry.py) and the parity
+# listing: NALU_JAX_PLUGINS=mypkg.units python -m pytest tests (docs/own_unit.md).
+import_plugins(os.environ.get("NALU_JAX_PLUGINS", ""))
 
 
 def tiny(config, *, seeds=2, steps=1000, eval_every=500):

@@ -140,9 +140,32 @@ def test_unit_matches_reference(path):
             _check_combo(data, meta, combo)
 
 
-def test_fixtures_cover_every_registered_unit():
+def coverage(units=UNITS) -> tuple[list, list]:
+    """``(missing, no_reference)``: units that declare a reference (``UnitSpec.reference``) but
+    have no fixture, and registered units without a reference (the rest of the battery,
+    tests/test_registry.py, still runs on them)."""
     covered = {_unpack(p)[1]["unit"] for p in FIXTURES}
-    assert set(UNITS) <= covered, sorted(set(UNITS) - covered)
+    missing = sorted(n for n in units if units.spec(n).reference and n not in covered)
+    no_reference = sorted(n for n in units if not units.spec(n).reference)
+    return missing, no_reference
+
+
+def test_fixtures_cover_every_registered_unit():
+    missing, no_reference = coverage()
+    assert missing == [], f"units declaring a reference without a fixture: {missing}"
+    if no_reference:
+        print(f"no reference (parity not checked): {no_reference}")
+
+
+@pytest.mark.parametrize("name", coverage()[1] or ["(none)"])
+def test_units_without_reference_are_listed(name):
+    """One skipped entry per registered unit without a reference, saying so (a fixture for
+    it would mean the unit should declare ``reference=True``)."""
+    if name == "(none)":
+        pytest.skip("every registered unit has a reference")
+    covered = {_unpack(p)[1]["unit"] for p in FIXTURES}
+    assert name not in covered, f"{name} has a fixture: register it with reference=True"
+    pytest.skip(f"{name}: no reference (UnitSpec.reference is False); parity not checked")
 
 
 @pytest.mark.parametrize(("case", "lo", "hi"), [("nmu_no_clamp", 0, 1), ("nau_no_clamp", -1, 1)])

@@ -5,9 +5,10 @@ from __future__ import annotations
 import jax
 
 from nalu_jax import report, train
+from nalu_jax.config import ConfigError
 from nalu_jax.models import MODELS
 from nalu_jax.run import Population
-from nalu_jax.units import training_needs
+from nalu_jax.units import UNITS, training_needs
 
 #: traced hyperparameters the sequence experiments can sweep in one program
 SWEEPABLE = (
@@ -25,15 +26,22 @@ def default_reg_scale(unit: str) -> float:
     """λ̂ of a cell's unit when ``train.reg_scale`` is None: the unit's value in the model table
     of the model table (NAU 0.01), else 10 (NMU and the other regularised units)."""
     spec = MODELS.get(unit)
+    if spec is None and unit in UNITS:  # a unit registered without an arithmetic-task model
+        declared = UNITS.spec(unit).single_module_reg_scale
+        if not isinstance(declared, int | float) or isinstance(declared, bool):
+            raise ConfigError(
+                f"model.name {unit!r} declares no λ̂ (one single_module_reg_scale value or an "
+                "ArithmeticModel); set it on the unit or pass train.reg_scale."
+            )
+        return float(declared)
     return spec.reg_scale if spec is not None and spec.reg_scale else 10.0
 
 
 def hparams(config) -> train.HParams:
     """``config.train`` (lr, λ ramp, β set by the sequence configs) with λ̂ by the cell unit."""
     unit = config.model.name
-    return train.build_hparams(
-        config.train, training_needs([unit]), reg_scale=default_reg_scale(unit)
-    )
+    scale = 0.0 if config.train.get("reg_scale") is not None else default_reg_scale(unit)
+    return train.build_hparams(config.train, training_needs([unit]), reg_scale=scale)
 
 
 def batch_loss(model_loss):

@@ -30,7 +30,7 @@ from nalu_jax.run import Outcome, Population
 from nalu_jax.tasks import eval_sets
 from nalu_jax.tasks import single_module as sm
 from nalu_jax.tasks.thresholds import success_threshold
-from nalu_jax.units import training_needs
+from nalu_jax.units import UNITS, training_needs
 
 INALU_HISTORY = 5000  # iNALU: training losses kept for the stall test
 INALU_CHECK_EVERY = 10  # … tested every this many steps
@@ -62,6 +62,19 @@ def validate(config) -> None:
             f"task.kind must be 'arithmetic' or 'single_module' for experiment 'arithmetic', "
             f"got {config.task.kind!r} (the recurrent task is experiment 'recurrent')."
         )
+    validate_model(config)
+
+
+def validate_model(config) -> None:
+    """The model's unit names (a ``"module:Class"`` name is imported here) and, for a single
+    unit, its declared λ̂: checked before anything trains."""
+    m = config.model
+    try:
+        resolve_layers(m.name, single_unit=bool(m.single_unit), first_layer=m.first_layer)
+        if m.single_unit and config.train.get("reg_scale") is None:
+            UNITS.spec(m.name).reg_scale_for(config.task.op)
+    except ValueError as e:
+        raise ConfigError(prefix("model", str(e))) from None
 
 
 def validate_fields(config) -> None:
@@ -149,13 +162,22 @@ def build_model_factory(config, task):
 
 
 def build_hparams(config, names) -> train.HParams:
-    """``config.train`` over the model's defaults (the model table, single-unit λ̂) and the
-    units' own (NPU: lr 5e-3 and β by op)."""
+    """``config.train`` over the model's defaults (``MODELS``; a single unit: the λ̂ its
+    registration declares) and the units' own (NPU: lr 5e-3 and β by op)."""
     spec = None if config.model.single_unit else MODELS.get(config.model.name)
+    if spec is not None:
+        reg_scale = spec.reg_scale
+    elif config.train.get("reg_scale") is not None:
+        reg_scale = 0.0  # train.reg_scale is used
+    else:  # the unit's own declaration; an undeclared λ̂ is an error, never a silent 0
+        try:
+            reg_scale = UNITS.spec(config.model.name).reg_scale_for(config.task.op)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     return train.build_hparams(
         config.train,
         training_needs(names),
-        reg_scale=spec.reg_scale if spec else sm.SINGLE_UNIT_REG_SCALE.get(config.model.name, 0),
+        reg_scale=reg_scale,
         reg_start=spec.reg_start if spec else 0.0,
         reg_end=spec.reg_end if spec else 1.0,
         beta=(1e-9, 1e-7) if config.task.op == "div" else (1e-7, 1e-5),

@@ -45,6 +45,10 @@ def validate(config) -> None:
         config,
         positive=(("model.embedding_size", m.embedding_size), ("model.hidden_size", m.hidden_size)),
     )
+    try:
+        config.model.name in UNITS  # noqa: B015  (a "module:Class" name is imported here)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     names = sorted(UNITS) + list(RECURRENT_BASELINES)
     choice("model.name", m.name, names)
     output = output_of(config)

@@ -199,6 +199,18 @@ def validate(config) -> None:
     positive_int("task.test_length", tc.test_length)
     positive_int("task.threshold_samples", tc.threshold_samples)
     arithmetic.validate_fields(config)
+    name = config.model.name
+    try:
+        known = name in UNITS  # a "module:Class" name is imported here
+        if known or name in RECURRENT_BASELINES:
+            readout_name(config)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if not known and name not in RECURRENT_BASELINES:
+        raise ConfigError(
+            f"model.name must be a cell: a unit of {sorted(UNITS)} or a baseline of "
+            f"{list(RECURRENT_BASELINES)}, got {name!r}."
+        )
 
 
 def population(config, settings) -> Population:

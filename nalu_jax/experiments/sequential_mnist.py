@@ -50,6 +50,10 @@ def validate(config) -> None:
     lengths = list(config.task.test_lengths)
     if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
         raise ConfigError(f"task.test_lengths must be positive integers, got {lengths!r}.")
+    try:
+        config.model.name in UNITS  # noqa: B015  (a "module:Class" name is imported here)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     names = sorted(UNITS) + list(RECURRENT_BASELINES) + [SOLVED_ACCUMULATOR]
     choice("model.name", config.model.name, names)
     choice("model.recurrent_init", config.model.get("recurrent_init", "random"), RECURRENT_INITS)

@@ -66,12 +66,14 @@ def reproduce(
     name: str, workdir: str, *, models=None, ops=None, seeds=None, steps=None, overrides=None,
     calibration_steps: int = 2_000, progress: bool = True, overwrite: bool = False, log=print,
     results: str | None = None,
+    extra_models=None,
 ) -> list[dict]:  # fmt: skip
     """Run every cell of table ``name`` (restricted to ``models``/``ops``) into
     ``workdir/cells/OP-MODEL``, print the estimated wall time first (a ``calibration_steps``
     run per model on this machine; 0 skips it), then write the table. Finished cells are
     skipped, stopped ones resume. ``seeds``/``steps`` reduce the protocol; ``overrides``
-    (dotted config fields) apply to every cell.
+    (dotted config fields) apply to every cell; ``extra_models`` adds registered units as
+    rows of their own (``specs.with_extra``).
 
     ``results``: the committed results root (``results/``). A cell committed there with the
     same config is skipped; one committed with the first seeds of the same config runs only the
@@ -82,7 +84,9 @@ def reproduce(
 
     from nalu_jax.reproduce import results as results_lib
 
-    spec = table(name)
+    spec = specs.with_extra(table(name), extra_models)
+    if models and extra_models:
+        models = [*models, *(m for m in extra_models if m not in models)]
     chosen = specs.cells(spec, models, ops)
     cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides)
     runnable = [c for c in chosen if c.key in cfgs]

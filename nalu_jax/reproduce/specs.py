@@ -152,6 +152,43 @@ def table(name: str) -> TableSpec:
     return TABLES[name]
 
 
+def with_extra(spec: TableSpec, names) -> TableSpec:
+    """``spec`` with one more model per name of ``names`` (``--extra_models``): a registered
+    unit (``nalu_jax.units.register_unit`` or a ``"module:Class"`` name) run under the table's
+    protocol beside the published models; no published figure, so its overlap columns are n/a.
+    Single-module tables run it on the ops its registration names."""
+    from nalu_jax.models import MODELS
+    from nalu_jax.units import UNITS
+
+    variants, by_op = list(spec.variants), dict(spec.models_by_op or {})
+    for name in names or ():
+        if any(v.key == name for v in variants):
+            raise ConfigError(f"--extra_models names {name!r}, already a model of {spec.name!r}.")
+        try:
+            known = name in UNITS
+            unit = UNITS.spec(name) if known else None
+            if spec.kind == "arithmetic" and name not in MODELS:
+                raise ValueError(
+                    f"{name!r} is no model of the arithmetic task (a unit needs an "
+                    "ArithmeticModel to be one)"
+                )
+        except ValueError as e:
+            raise ConfigError(f"--extra_models: {e}.".replace("..", ".")) from None
+        if not known and spec.kind == "single_module":
+            raise ConfigError(
+                f"--extra_models names {name!r}, which is not a registered unit; register it "
+                "(docs/own_unit.md) or name it as module:Class."
+            )
+        variants.append(Variant(name, unit.label if unit else name, name))
+        if spec.models_by_op is not None:
+            for op in spec.ops:
+                if unit is None or op in unit.ops:
+                    by_op[op] = (*by_op.get(op, ()), name)
+    return dataclasses.replace(
+        spec, variants=tuple(variants), models_by_op=by_op if spec.models_by_op else None
+    )
+
+
 def cells(spec: TableSpec, models=None, ops=None) -> list[Cell]:
     """The table's cells (op-major, in table order), restricted to ``models``/``ops`` if given."""
     for op in ops or ():

@@ -79,16 +79,3 @@ def single_module_task(op: str, range_index: int, input_size: int = 2) -> Arithm
         interpolation_range=interpolation,
         extrapolation_range=extrapolation,
     )
-
-
-#: λ̂ of a single unit's R_sparse in the benchmark (docs/protocols.md, "Single-module benchmark": 0.01 for NAU-type, 10 for
-#: NMU-type regularisers); units not listed have no sparsity regulariser schedule.
-SINGLE_UNIT_REG_SCALE = {
-    "nau": 0.01,
-    "nru": 0.01,
-    "nmu": 10.0,
-    "snmu": 10.0,
-    "nmru": 10.0,
-    "nac_mul_nmu": 10.0,
-    "gated_nau_nmu": 10.0,
-}

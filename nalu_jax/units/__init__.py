@@ -1,4 +1,8 @@
-"""Every neural arithmetic unit as a Flax NNX module, and the plain-dict registry ``UNITS``.
+"""Every neural arithmetic unit as a Flax NNX module, and the registry ``UNITS``.
+
+``UNITS`` is a dict (name → constructor) with each unit's defaults (``UNITS.spec(name)``; see
+``nalu_jax.units.registry``). A unit of one's own joins it with ``register_unit`` or by a
+``"package.module:Class"`` name (imported on first lookup); docs/own_unit.md.
 
 >>> from flax import nnx
 >>> from nalu_jax.units import make_unit
@@ -23,6 +27,14 @@ from nalu_jax.units.nalu import GNALU, NALU
 from nalu_jax.units.nau_nmu import NAU, NMU, SNMU, GatedNAUNMU
 from nalu_jax.units.npu import NPU, RealNPU
 from nalu_jax.units.nru import NMRU, NRU
+from nalu_jax.units.registry import (
+    UNITS,
+    ArithmeticModel,
+    UnitRegistry,
+    UnitSpec,
+    import_plugins,
+    register_unit,
+)
 
 
 def _activation(name):
@@ -33,8 +45,8 @@ def _activation(name):
     return build
 
 
-#: name -> constructor ``(in_features, out_features, *, rngs, **options) -> unit``
-UNITS: dict = {
+#: the library's units: name -> constructor ``(in_features, out_features, *, rngs, **options)``
+_LIBRARY_UNITS = {
     "linear": Linear,
     **{name: _activation(name) for name in ACTIVATIONS},
     "nac_add": NAC,
@@ -53,6 +65,29 @@ UNITS: dict = {
     "nru": NRU,
     "nmru": NMRU,
 }
+
+#: λ̂ of a single unit's R_sparse on the single-module benchmark (0.01 for NAU-type, 10 for
+#: NMU-type regularisers); every other unit of the library declares 0 (no schedule).
+SINGLE_UNIT_REG_SCALE = {
+    "nau": 0.01,
+    "nru": 0.01,
+    "nmu": 10.0,
+    "snmu": 10.0,
+    "nmru": 10.0,
+    "nac_mul_nmu": 10.0,
+    "gated_nau_nmu": 10.0,
+}
+
+for _name, _build in _LIBRARY_UNITS.items():  # arithmetic-task models: nalu_jax.models.MODELS
+    register_unit(
+        _build,
+        _name,
+        single_module_reg_scale=SINGLE_UNIT_REG_SCALE.get(_name, 0.0),
+        arithmetic=None,
+        reference=True,  # tests/parity holds a fixture of every unit of the library
+        label=_name,
+        ops=("add", "sub", "mul", "div"),
+    )
 
 
 def make_unit(name: str, in_features: int, out_features: int, *, rngs: nnx.Rngs, **options):
@@ -73,6 +108,7 @@ def training_needs(names) -> TrainingNeeds:
 __all__ = [
     "ACTIVATIONS",
     "Activation",
+    "ArithmeticModel",
     "ArithmeticUnit",
     "GNALU",
     "GatedNAUNMU",
@@ -89,12 +125,17 @@ __all__ = [
     "NPU",
     "NRU",
     "RealNPU",
+    "SINGLE_UNIT_REG_SCALE",
     "SNMU",
     "TrainingNeeds",
     "UNITS",
+    "UnitRegistry",
+    "UnitSpec",
+    "import_plugins",
     "make_unit",
     "nac_radius",
     "nau_radius",
+    "register_unit",
     "sparsity_error",
     "training_needs",
 ]
