@@ -61,7 +61,7 @@ def main(argv) -> None:
     if not _MODELS.value or not _WORKDIR.value:
         fail("--models and --workdir are required, e.g. --models=nmu,nac_mul --workdir=runs/x.")
     logging.set_verbosity(logging.FATAL)  # as nalu_jax.main: orbax tracebacks become one sentence
-    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.experiments import experiment_of
     from nalu_jax.run import run
 
     rows = []
@@ -70,7 +70,7 @@ def main(argv) -> None:
         config.model.name = model  # λ̂, lr and other per-model defaults resolve from the name
         print(f"== {model}", flush=True)
         with cli.reported_errors():
-            experiment = EXPERIMENTS[config.get("experiment", "arithmetic")]
+            experiment = experiment_of(config)
             workdir = os.path.join(_WORKDIR.value, model)
             _share_reference(_WORKDIR.value, workdir, before=True)
             summary = run(experiment, config, workdir, progress=_PROGRESS.value)
@@ -78,7 +78,8 @@ def main(argv) -> None:
         rows.extend(summary["settings"] if "settings" in summary else [summary])
         for r in rows[-len(summary.get("settings", [summary])) :]:
             r["setting"] = f"{model} {r.get('setting') or ''}".strip()
-    table, png = report.comparison(rows)
+    settings_table = lambda rows: experiment.format_summary({"settings": rows})
+    table, png = report.comparison(rows, table=settings_table)
     report.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
     if png is not None:
         report.atomic_write(os.path.join(_WORKDIR.value, "comparison.png"), png)

@@ -8,12 +8,9 @@ the parts and the experiment judges and writes its files.
 
 ``run_population`` (``nalu_jax.population``, re-exported here) is the loop itself.
 
-An experiment is a module (``nalu_jax.experiments``) with ``validate(config)``,
-``SWEEPABLE`` (the sweep names it accepts), ``population(config, settings) -> Population``,
-``write_results(workdir, config, outcome) -> summary`` and ``format_summary(summary) -> str``; and
-optionally ``programs(config)`` (several compiled programs, e.g. one per activation) and
-``prepare(config, workdir, population, progress)`` (work before training, e.g. a reference
-population that sets thresholds).
+An experiment is an ``Experiment`` record (``nalu_jax.experiments.contract``: its hooks, which
+are required, their types and the order they are called in), one per module of
+``nalu_jax.experiments``; ``EXPERIMENTS[name]`` selects it.
 """
 
 from __future__ import annotations
@@ -141,15 +138,16 @@ def _label_dir(workdir: str, name: str, label: str) -> str:
 
 
 def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: bool = True):
-    """Train every seed (of every sweep setting and program), judge, write the workdir.
+    """Train every seed (of every sweep setting and program) of ``experiment`` (an
+    ``Experiment``, e.g. ``EXPERIMENTS["arithmetic"]``), judge, write the workdir.
 
     Returns the experiment's summary dict, or ``None`` in a non-zero process of a multi-host
     run (process 0 writes the results).
     """
     experiment.validate(config)
     apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
-    settings = sweep.expand(config, experiment.SWEEPABLE)
-    programs = experiment.programs(config) if hasattr(experiment, "programs") else [("", config)]
+    settings = sweep.expand(config, experiment.sweepable)
+    programs = experiment.programs(config)
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}
     proc = distributed.process_info()
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
@@ -159,9 +157,10 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     for pop in populations.values():  # before the workdir is claimed
         check_memory(pop, mine.stop - mine.start, config)
     prepare_workdir(workdir, config, overwrite, proc)
-    if hasattr(experiment, "prepare"):
-        for pop in populations.values():
-            experiment.prepare(config, workdir, pop, progress)
+    populations = {
+        label: experiment.prepare(config, workdir, pop, progress)
+        for label, pop in populations.items()
+    }
     results = {}
     for label, _ in programs:
         part = _train_program(
