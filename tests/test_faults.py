@@ -1,12 +1,14 @@
 """What happens to real runs: kills, signals, other device counts, damaged checkpoints, failed
 writes, a second process on the workdir, impossible seed counts, broken config files."""
 
+import asyncio
 import glob
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -24,7 +26,6 @@ LONG = [
     "--config=configs/arithmetic.py:model=nmu,op=mul,seeds=4,steps=8000,smoke",
     "--config.num_steps=8000",
     "--config.eval_every=250",
-    "--config.checkpoint_every=500",
     "--config.tensorboard=False",
 ]
 
@@ -163,6 +164,66 @@ def test_damaged_latest_checkpoint_falls_back_to_an_intact_one(tmp_path, capsys,
     assert f"checkpoint at step {os.path.basename(latest)}" in err and "unusable" in err
     assert results(str(tmp_path)) == expected
     assert again["solved"] == first["solved"]
+
+
+SMOKE = [
+    "--config=configs/arithmetic.py:model=nmu,op=mul,seeds=2,smoke",
+    "--config.tensorboard=False",
+]
+
+
+def test_truncated_latest_checkpoint_resumes_with_one_sentence_on_stderr(tmp_path):
+    """The resume says which checkpoint it skipped and where it resumed, and nothing else (no
+    tracebacks of the restore's other reads finishing after the failed one)."""
+    finish(tmp_path, devices=1, args=SMOKE)
+    expected = results(str(tmp_path))
+    older, step = sorted(int(os.path.basename(p)) for p in checkpoints(str(tmp_path)))[-2:]
+    for f in data_files(os.path.join(tmp_path, "checkpoints", str(step))):
+        os.truncate(f, os.path.getsize(f) // 2)
+    os.unlink(tmp_path / "seeds.csv")
+    err = finish(tmp_path, devices=1, args=SMOKE).stderr
+    kept = err.split(f"checkpoints-unusable/{step}-")[-1].split(",")[0]  # its time stamp
+    assert err.splitlines() == [
+        f"nalu_jax: checkpoint at step {step} in {tmp_path}/checkpoints is unusable: it cannot "
+        f"be read (ValueError); moved to {tmp_path}/checkpoints-unusable/{step}-{kept}, "
+        f"trying step {older}.",
+        f"nalu_jax: resumed from the checkpoint at step {older} in {tmp_path}/checkpoints.",
+    ], err
+    assert results(str(tmp_path)) == expected
+
+
+def test_a_closed_restore_loop_first_waits_for_its_pending_reads():
+    """A read that finishes in another thread after a sibling failed ends inside the loop."""
+    from nalu_jax.checkpoint import _draining_event_loops
+
+    with _draining_event_loops():
+        loop = asyncio.new_event_loop()
+    assert isinstance(asyncio.get_event_loop_policy(), asyncio.DefaultEventLoopPolicy)
+    done, thread_errors = [], []
+
+    async def slow_read():
+        future = loop.create_future()
+
+        def finish_later():  # as tensorstore's threads do: a callback into the loop
+            time.sleep(0.2)
+            try:
+                loop.call_soon_threadsafe(future.set_result, 1)
+            except RuntimeError as e:
+                thread_errors.append(e)
+
+        threading.Thread(target=finish_later).start()
+        done.append(await future)
+
+    async def failed_read():
+        raise ValueError("truncated")
+
+    async def restore():
+        await asyncio.gather(slow_read(), failed_read())
+
+    with pytest.raises(ValueError, match="truncated"):
+        loop.run_until_complete(restore())
+    loop.close()
+    assert done == [1] and thread_errors == []
 
 
 def test_overwrite_always_starts_clean(tmp_path, capsys):
