@@ -3,6 +3,7 @@ writes, a second process on the workdir, impossible seed counts, broken config f
 
 import asyncio
 import glob
+import importlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 
+import jax
 import numpy as np
 import pytest
 from conftest import load_config
@@ -288,6 +290,58 @@ def test_impossible_seed_count_is_refused_before_the_workdir_exists(tmp_path):
     with pytest.raises(ConfigError, match=r"num_seeds=100000000 needs about [\d.]+ GiB"):
         train_and_evaluate(config, str(workdir), progress=False)
     assert not workdir.exists()
+
+
+class FakeDevice:
+    """A device as ``jax.Device`` reports its memory (``memory_stats``; None on the CPU)."""
+
+    def __init__(self, platform, limit=None, in_use=0):
+        self.platform, self.limit, self.in_use = platform, limit, in_use
+
+    def memory_stats(self):
+        return (
+            None if self.limit is None else {"bytes_limit": self.limit, "bytes_in_use": self.in_use}
+        )
+
+
+def test_memory_check_uses_the_devices_memory_off_the_cpu(tmp_path, monkeypatch):
+    from nalu_jax import sweep
+
+    run_lib = importlib.import_module("nalu_jax.run")  # the module (the package exports run())
+    from nalu_jax.experiments import EXPERIMENTS
+
+    config = smoke(tmp_path, num_seeds=40)
+    experiment = EXPERIMENTS["arithmetic"]
+    pop = experiment.population(config, sweep.expand(config, experiment.sweepable))
+    gpus = [FakeDevice("gpu", 2**40), FakeDevice("gpu", 2**40)]
+    on_device, host = run_lib.device_memory_estimate(pop, 40, config, gpus)
+    # the host's three copies and each device's share add up to the one-host estimate
+    data = pop.trainer.train_data, pop.trainer.eval_data
+    shared = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(data))
+    assert host + 2 * (on_device - shared) + shared == run_lib.memory_estimate(
+        pop, 40, config, gpus
+    )
+    monkeypatch.setattr(run_lib, "available_memory", lambda: 2**40)  # a roomy host
+    run_lib.check_memory(pop, 40, config, gpus)
+    # one device nearly full: refused by its free memory (limit − in use), not the host's
+    full = [gpus[0], FakeDevice("gpu", 2**40, in_use=2**40 - on_device)]
+    with pytest.raises(
+        ConfigError, match=r"needs about [\d.]+ GiB on each gpu device \(40 runs over 2\)"
+    ):
+        run_lib.check_memory(pop, 40, config, full)
+    # the host still holds the checkpoint copies and the history
+    monkeypatch.setattr(run_lib, "available_memory", lambda: host)
+    with pytest.raises(ConfigError, match="on this host"):
+        run_lib.check_memory(pop, 40, config, gpus)
+    # on the CPU the devices share the host's memory: the one-host estimate against it
+    cpus = [FakeDevice("cpu"), FakeDevice("cpu")]
+    monkeypatch.setattr(run_lib, "available_memory", lambda: 2 * on_device + host)
+    run_lib.check_memory(pop, 40, config, cpus)
+    monkeypatch.setattr(
+        run_lib, "available_memory", lambda: run_lib.memory_estimate(pop, 40, config, cpus)
+    )
+    with pytest.raises(ConfigError, match="on this host"):
+        run_lib.check_memory(pop, 40, config, cpus)
 
 
 def test_result_files_are_readable_by_others_and_no_temp_files_stay(tmp_path):
