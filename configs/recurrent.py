@@ -56,10 +56,10 @@ lower validation MSE; the judgement of the kept one is unchanged. Fixed before t
 check on the fresh seeds 48–111: 28/32 runs solved at length 1,000 (87.5%, Wilson 95% [71.9%,
 95.0%]; one initialisation: 34/64), docs/reproductions.md "Restarts":
 
-    python launch/compare_models.py --config=configs/recurrent.py:op=add,seeds=64,protocol=reproduce \
+    python -m launch.compare_models --config=configs/recurrent.py:op=add,seeds=64,protocol=reproduce \
         --models=nau --config.first_seed=48 --config.model.recurrent_init=random \
         --workdir=runs/recurrent_add_restarts
-    python launch/best_of.py --k=2 --models=nau --workdir=runs/recurrent_add_restarts
+    python -m launch.best_of --k=2 --models=nau --workdir=runs/recurrent_add_restarts
 """
 
 from nalu_jax.config import ConfigError, base_config, parse_config_arg

@@ -1,6 +1,6 @@
 """Several models on one task, each a many-seed run, and one comparison table.
 
-    python launch/compare_models.py --config=configs/single_module.py:op=mul,steps=20000 \
+    python -m launch.compare_models --config=configs/single_module.py:op=mul,steps=20000 \
         --models=nmu,nac_mul,nalu --workdir=runs/quickstart
 
 Models change shapes, so each model is its own compiled program (seeds, and any
@@ -14,7 +14,7 @@ MNIST's reference ("solved accumulator") population depends on the config but no
 model, so it trains once: the first model's ``reference.json`` is kept as
 ``WORKDIR/reference.json`` and copied into every other model's directory.
 
-    python launch/compare_models.py --config=configs/sequential_mnist.py:task=product \
+    python -m launch.compare_models --config=configs/sequential_mnist.py:task=product \
         --models=nmu,nac_mul,nalu,lstm --workdir=runs/smnist_product
 """
 
@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from nalu_jax.hostenv import configure_host_devices  # noqa: E402
+from nalu_jax.hostenv import configure_host_devices
 
 configure_host_devices()
 
