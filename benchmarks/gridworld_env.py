@@ -1,6 +1,6 @@
 """Grid-world environment throughput: env steps/s for 1, 64 and 512 parallel agents.
 
-    python benchmarks/gridworld_env.py [--agents 1 64 512] [--steps 2000] [--repeats 3]
+    python -m benchmarks.gridworld_env [--agents 1 64 512] [--steps 2000] [--repeats 3]
 
 Each measurement is one jitted ``lax.scan`` of ``--steps`` steps of ``vmap(env.step)`` (gymnax
 auto-reset included) with uniformly random actions, timed after compilation; the best of

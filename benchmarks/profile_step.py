@@ -1,7 +1,7 @@
 """Where the arithmetic training step's time goes, per model (a benchmark, not a test).
 
-    python benchmarks/profile_step.py --models nalu,nmu        # the breakdown table
-    python benchmarks/profile_step.py --models all --seeds 50
+    python -m benchmarks.profile_step --models nalu,nmu        # the breakdown table
+    python -m benchmarks.profile_step --models all --seeds 50
 
 For each model of ``nalu_jax.models.MODELS`` on the standard arithmetic configuration (op mul,
 n = 100, batch 128) it times, on one CPU device with ``--seeds`` seeds (the per-device share of
@@ -31,12 +31,9 @@ import argparse
 import functools
 import json
 import os
-import sys
 import time
 
-from throughput import ROOT, arithmetic_config  # the benchmark's config and --set overrides
-
-sys.path.insert(0, ROOT)
+from benchmarks.throughput import arithmetic_config  # the benchmark's config, --set overrides
 
 
 def _best(fn, args, repeat):

@@ -3,8 +3,8 @@
 
     # once: a Python with CPU torch (installs offline here), and the references' checkouts
     python3 -m venv /tmp/torchenv && /tmp/torchenv/bin/pip install torch==2.13.0 numpy scipy pandas tqdm tensorboardX
-    python benchmarks/throughput.py --models all --seeds 100 --steps 10000 > ours.jsonl
-    python benchmarks/reference_throughput.py --python /tmp/torchenv/bin/python \\
+    python -m benchmarks.throughput --models all --seeds 100 --steps 10000 > ours.jsonl
+    python -m benchmarks.reference_throughput --python /tmp/torchenv/bin/python \\
         --stable-nalu /path/to/stable-nalu --nalm-benchmark /path/to/nalm-benchmark \\
         --ours ours.jsonl
 
@@ -24,7 +24,7 @@ ours. The script's imports of ``torchvision`` and ``tensorflow`` (unused on this
 satisfied by empty packages written to a temporary directory.
 
 Prints one JSON line per model and, with ``--ours`` (the JSON lines of
-``benchmarks/throughput.py --models``), a table of both throughputs, their ratio and the
+``python -m benchmarks.throughput --models``), a table of both throughputs, their ratio and the
 issue's target (≥ 100× for models the reference has; within 1.5× of our NMU for the rest).
 """
 

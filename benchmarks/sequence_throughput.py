@@ -1,8 +1,8 @@
 """Training-step throughput of the sequence experiments against the machine's matmul rate (a
 benchmark, not a test).
 
-    python benchmarks/sequence_throughput.py                    # every case, 10 seeds × B vs 1 × 10B
-    python benchmarks/sequence_throughput.py --cases mnist8_product --cnn both --rounds 5
+    python -m benchmarks.sequence_throughput                    # every case, 10 seeds × B vs 1 × 10B
+    python -m benchmarks.sequence_throughput --cases mnist8_product --cnn both --rounds 5
 
 For each case it times the experiment's own jitted training period (``make_trainer(config).train``:
 ``--steps`` updates in a ``lax.scan``, Adam included, evaluation excluded) in one process on one
@@ -29,19 +29,17 @@ import argparse
 import importlib
 import json
 import os
-import sys
 import time
 
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from nalu_jax import conv, population
+from nalu_jax import sequence_models as sm
+from nalu_jax.config import load_config
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from flax import nnx  # noqa: E402
-
-from nalu_jax import conv, population  # noqa: E402
-from nalu_jax import sequence_models as sm  # noqa: E402
-from nalu_jax.config import load_config  # noqa: E402
 
 # case: (experiment, config arg, image side or None)
 CASES = {

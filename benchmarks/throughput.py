@@ -1,9 +1,9 @@
 """Seed-steps per second of the standard arithmetic configuration (a benchmark, not a test).
 
-    python benchmarks/throughput.py                     # S = 1, 10, 100, 1000
-    python benchmarks/throughput.py --seeds 100 --steps 20000
-    python benchmarks/throughput.py --models all --seeds 100 --steps 10000   # every model
-    python benchmarks/throughput.py --models nalu,nmu --seeds 1000 --steps 3000
+    python -m benchmarks.throughput                     # S = 1, 10, 100, 1000
+    python -m benchmarks.throughput --seeds 100 --steps 20000
+    python -m benchmarks.throughput --models all --seeds 100 --steps 10000   # every model
+    python -m benchmarks.throughput --models nalu,nmu --seeds 1000 --steps 3000
 
 Model nmu, op mul, n = 100, batch 128, hidden 2, evaluation every 1,000 steps on the two
 10,000-sample sets — through ``nalu_jax.experiments.train_and_evaluate``, the code path of
@@ -31,7 +31,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def arithmetic_config(model: str, settings=()):
     """``configs/arithmetic.py:model=M,op=mul`` with ``--set field=value`` overrides applied
     (e.g. ``seed_block=64``; a field whose default is None takes a float)."""
-    sys.path.insert(0, ROOT)
     from nalu_jax.config import load_config
 
     config = load_config("arithmetic", f"model={model},op=mul")
@@ -47,14 +46,12 @@ def arithmetic_config(model: str, settings=()):
 
 def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dict:
     """Train ``seeds`` seeds for ``steps`` steps in this process; the JSON record."""
-    sys.path.insert(0, ROOT)
     from nalu_jax.hostenv import configure_host_devices
 
     configure_host_devices()  # as nalu_jax.main does
     import jax
     from absl import logging
 
-    sys.path.insert(0, ROOT)
     from nalu_jax.experiments import train_and_evaluate
 
     logging.set_verbosity(logging.WARNING)
@@ -79,9 +76,10 @@ def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dic
 
 
 def _run_one(model: str, seeds: int, steps: int, settings: list[str]) -> dict:
-    cmd = [sys.executable, __file__, "--inline", "--seeds", str(seeds), "--steps", str(steps)]
+    cmd = [sys.executable, "-m", "benchmarks.throughput", "--inline", "--seeds", str(seeds)]
+    cmd += ["--steps", str(steps)]
     cmd += ["--models", model] + [f"--set={s}" for s in settings]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"model {model}, size {seeds} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -89,7 +87,6 @@ def _run_one(model: str, seeds: int, steps: int, settings: list[str]) -> dict:
 
 def model_names(arg: str | None) -> list[str]:
     """``--models``: ``all`` (every ``MODELS`` entry, in its order) or a comma list."""
-    sys.path.insert(0, ROOT)
     from nalu_jax.models import MODELS
 
     if arg is None:

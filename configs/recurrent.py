@@ -30,7 +30,7 @@ recurrent dataset); and for + and × the cell's hidden-to-hidden block starts at
 (``model.recurrent_init``; NAU/NMU-type cells). × also takes λ̂ = 1,000 (its MSE on targets of
 order 10³ outweighs λ̂ = 10). The judgement (ε = 1e-5 threshold at the test length) is
 unchanged. The search that chose these settings, and runs of two initialisations per seed
-(``launch/best_of.py --k=2``), are in docs/reproductions/recurrent.md.
+(``python -m launch.best_of --k=2``), are in docs/reproductions/recurrent.md.
 """
 
 from nalu_jax.config import ConfigError, base_config, parse_config_arg

@@ -1,10 +1,10 @@
 """Success with restarts: each run is k independent initialisations, the one with the lowest
 validation MSE is kept, and the kept one is judged as usual.
 
-    python launch/compare_models.py --config=configs/recurrent.py:op=add,seeds=64,protocol=reproduce \
+    python -m launch.compare_models --config=configs/recurrent.py:op=add,seeds=64,protocol=reproduce \
         --models=nau --config.first_seed=48 --config.model.recurrent_init=random \
         --workdir=runs/recurrent_add_restarts
-    python launch/best_of.py --k=2 --models=nau --workdir=runs/recurrent_add_restarts
+    python -m launch.best_of --k=2 --models=nau --workdir=runs/recurrent_add_restarts
 
 Seeds ``first_seed + k·i … first_seed + k·i + k − 1`` form run ``i`` (so a run of ``n`` seeds
 is ``n / k`` runs). The choice reads only ``seeds.csv``'s ``interpolation_mse`` (the validation
@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
+from absl import flags
 
-import numpy as np  # noqa: E402
-from absl import flags  # noqa: E402
-
-from nalu_jax import cli, metrics, report  # noqa: E402
-from nalu_jax.cli import fail  # noqa: E402
+from nalu_jax import cli, metrics, report
+from nalu_jax.cli import fail
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Parent directory of the runs (one per model).")
 _MODELS = flags.DEFINE_list("models", None, "Model names (subdirectories of --workdir).")

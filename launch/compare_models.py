@@ -1,6 +1,6 @@
 """Several models on one task, each a many-seed run, and one comparison table.
 
-    python launch/compare_models.py --config=configs/single_module.py:op=mul,steps=20000 \
+    python -m launch.compare_models --config=configs/single_module.py:op=mul,steps=20000 \
         --models=nmu,nac_mul,nalu --workdir=runs/quickstart
 
 Models change shapes, so each model is its own compiled program (seeds, and any
@@ -14,7 +14,7 @@ MNIST's reference ("solved accumulator") population depends on the config but no
 model, so it trains once: the first model's ``reference.json`` is kept as
 ``WORKDIR/reference.json`` and copied into every other model's directory.
 
-    python launch/compare_models.py --config=configs/sequential_mnist.py:task=product \
+    python -m launch.compare_models --config=configs/sequential_mnist.py:task=product \
         --models=nmu,nac_mul,nalu,lstm --workdir=runs/smnist_product
 """
 
@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from nalu_jax.hostenv import configure_host_devices  # noqa: E402
+from nalu_jax.hostenv import configure_host_devices
 
 configure_host_devices()
 
@@ -67,7 +64,7 @@ def main(argv) -> None:
     if not _MODELS.value or not _WORKDIR.value:
         fail("--models and --workdir are required, e.g. --models=nmu,nac_mul --workdir=runs/x.")
     logging.set_verbosity(logging.FATAL)  # as nalu_jax.main: orbax tracebacks become one sentence
-    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.experiments import experiment_of
     from nalu_jax.reproduce import results
     from nalu_jax.run import run
 
@@ -78,7 +75,7 @@ def main(argv) -> None:
         print(f"== {model}", flush=True)
         cell = os.path.join(_RESULTS.value, model) if _RESULTS.value else None
         with cli.reported_errors():
-            experiment = EXPERIMENTS[config.get("experiment", "arithmetic")]
+            experiment = experiment_of(config)
             workdir = os.path.join(_WORKDIR.value, model)
             if cell and results.status(cell, config)[0] == "done":
                 print(f"{cell} already holds this config's results; not run again.")
@@ -92,7 +89,8 @@ def main(argv) -> None:
         rows.extend(summary["settings"] if "settings" in summary else [summary])
         for r in rows[-len(summary.get("settings", [summary])) :]:
             r["setting"] = f"{model} {r.get('setting') or ''}".strip()
-    table, png = report.comparison(rows)
+    settings_table = lambda rows: experiment.format_summary({"settings": rows})
+    table, png = report.comparison(rows, table=settings_table)
     report.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
     if png is not None:
         report.atomic_write(os.path.join(_WORKDIR.value, "comparison.png"), png)

@@ -1,8 +1,8 @@
 """Success against test length for finished recurrent-arithmetic runs, per model.
 
-    python launch/compare_models.py --config=configs/recurrent.py:op=add,seeds=16,protocol=reproduce \
+    python -m launch.compare_models --config=configs/recurrent.py:op=add,seeds=16,protocol=reproduce \
         --models=nau,nac_add,lstm --workdir=runs/recurrent_add
-    python launch/recurrent_lengths.py --config=configs/recurrent.py:op=add,seeds=16,protocol=reproduce \
+    python -m launch.recurrent_lengths --config=configs/recurrent.py:op=add,seeds=16,protocol=reproduce \
         --models=nau,nac_add,lstm --workdir=runs/recurrent_add --lengths=1,10,100,1000,2000
 
 Each ``WORKDIR/MODEL`` must hold a single-setting run of that config (``compare_models.py``
@@ -18,11 +18,8 @@ sequences are the run's test set. Writes ``WORKDIR/lengths.md`` (the table),
 from __future__ import annotations
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from nalu_jax.hostenv import configure_host_devices  # noqa: E402
+from nalu_jax.hostenv import configure_host_devices
 
 configure_host_devices()
 

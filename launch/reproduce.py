@@ -1,9 +1,9 @@
 """Reproduce a published table with one command: every cell, then the table beside the paper's.
 
-    python launch/reproduce.py --table=iclr2020-arithmetic --workdir=runs/iclr
-    python launch/reproduce.py --table=iclr2020-arithmetic --models=nmu,nau --ops=mul,add \
+    python -m launch.reproduce --table=iclr2020-arithmetic --workdir=runs/iclr
+    python -m launch.reproduce --table=iclr2020-arithmetic --models=nmu,nau --ops=mul,add \
         --seeds=10 --steps=1000000 --workdir=runs/iclr-reduced
-    python launch/reproduce.py --table=primer-single-module --ops=mul,add --workdir=runs/primer
+    python -m launch.reproduce --table=primer-single-module --ops=mul,add --workdir=runs/primer
 
 Tables: iclr2020-arithmetic, iclr2020-gate, iclr2020-ablation, primer-single-module
 (``nalu_jax.reproduce.specs``). Each cell (op × model; single-module cells run their nine
@@ -18,11 +18,8 @@ only rewrites the table (e.g. after ``launch/slurm.py`` jobs).
 from __future__ import annotations
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from nalu_jax.hostenv import configure_host_devices  # noqa: E402
+from nalu_jax.hostenv import configure_host_devices
 
 configure_host_devices()
 

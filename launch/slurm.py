@@ -1,34 +1,32 @@
 """A table on a cluster (SLURM via submitit), merged into the same ``table.md`` as one machine's.
 
     # one array task per cell (cells split over hosts), then the table:
-    python launch/slurm.py --table=iclr2020-arithmetic --workdir=/shared/iclr \
+    python -m launch.slurm --table=iclr2020-arithmetic --workdir=/shared/iclr \
         --slurm_partition=cpu --timeout_min=2880 --cpus_per_task=16
     # one jax.distributed job over 4 nodes: every cell's seeds split over the nodes:
-    python launch/slurm.py --table=iclr2020-arithmetic --mode=distributed --nodes=4 ...
+    python -m launch.slurm --table=iclr2020-arithmetic --mode=distributed --nodes=4 ...
     # this machine, without SLURM (submitit's local executor; 2 tasks):
-    python launch/slurm.py --cluster=local --table=... --ops=mul --models=nmu,nau --seeds=4 ...
+    python -m launch.slurm --cluster=local --table=... --ops=mul --models=nmu,nau --seeds=4 ...
 
 Modes: ``array`` submits one array task per ``--cells_per_task`` cells (``map_array``; at
 most ``--parallelism`` at once); ``distributed`` submits one job of ``--nodes`` ×
 ``--tasks_per_node`` tasks that join ``jax.distributed`` and split each cell's seeds × settings
 (``nalu_jax.reproduce.jobs``). The workdir must be shared by the hosts. Unless ``--nowait``,
 the launcher waits for the jobs and writes the table; otherwise run
-``launch/reproduce.py --report_only`` later. Cells already finished are skipped by the tasks.
+``python -m launch.reproduce --report_only`` later. Cells already finished are skipped by the tasks.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+
+from absl import flags, logging
+
+from nalu_jax import cli
+from nalu_jax.cli import fail
+from nalu_jax.config import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from absl import flags, logging  # noqa: E402
-
-from nalu_jax import cli  # noqa: E402
-from nalu_jax.cli import fail  # noqa: E402
-from nalu_jax.config import ConfigError  # noqa: E402
 
 _TABLE = flags.DEFINE_string("table", None, "Table name, e.g. iclr2020-arithmetic.")
 _MODELS = flags.DEFINE_list("models", None, "Models of the table to run (default: all).")
@@ -110,7 +108,7 @@ def main(argv) -> None:
             ]
         print(f"submitted {len(submitted)} job(s): {[j.job_id for j in submitted]}", flush=True)
         if not _WAIT.value:
-            print(f"when done: python launch/reproduce.py --report_only --table={spec.name} "
+            print(f"when done: python -m launch.reproduce --report_only --table={spec.name} "
                   f"--workdir={workdir}")  # fmt: skip
             return
         for j in submitted:

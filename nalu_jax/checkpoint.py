@@ -12,6 +12,8 @@ sha256 of every saved array's bytes: flipped bits, truncated or overwritten file
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import hashlib
 import os
@@ -58,6 +60,44 @@ def as_os_error(error: Exception, path: str) -> OSError:
     if code:
         return OSError(int(code.group(1)), os.strerror(int(code.group(1))), path)
     return OSError(errno.EIO, str(error).strip().splitlines()[0][:200], path)
+
+
+class _DrainingLoop(asyncio.SelectorEventLoop):
+    """An event loop that, when closed, first lets its pending tasks finish.
+
+    Orbax runs each restore in a fresh event loop and closes it as soon as the restore's
+    ``gather`` raises, i.e. at the first read that fails (a truncated file). The restore's
+    other reads are still running in tensorstore's threads; each, when done, calls into the
+    closed loop, and every call prints a "RuntimeError: Event loop is closed" traceback on
+    stderr. Closing this loop awaits those reads (their results and errors discarded) first.
+    """
+
+    def close(self) -> None:
+        if not self.is_running() and not self.is_closed():
+            pending = [t for t in asyncio.all_tasks(self) if not t.done()]
+            if pending:
+                self.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        super().close()
+
+
+class _DrainingPolicy(asyncio.DefaultEventLoopPolicy):
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        return _DrainingLoop()
+
+
+@contextlib.contextmanager
+def _draining_event_loops():
+    """Within: every new event loop (orbax makes one per call) drains before it closes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # policies: Python 3.14+
+        previous = asyncio.get_event_loop_policy()
+        asyncio.set_event_loop_policy(_DrainingPolicy())
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            asyncio.set_event_loop_policy(previous)
 
 
 class CheckpointError(Exception):
@@ -116,7 +156,7 @@ class Checkpointer:
         target = {f"leaf_{i:05d}": spec(x) for i, x in enumerate(leaves) if np.size(x)}
         target[DIGEST] = target[LAYOUT] = jax.ShapeDtypeStruct((32,), np.uint8)
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _draining_event_loops():
                 warnings.simplefilter("ignore")
                 flat = self._manager.restore(step, args=ocp.args.StandardRestore(target))
         except Exception as e:  # orbax/tensorstore raise many kinds for damaged files

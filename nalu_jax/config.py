@@ -243,20 +243,39 @@ def parse_config_arg(arg: str | None, defaults: dict, switches=("smoke",)) -> di
     return out
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
 #: the repository's ``configs/`` folder (beside the package in a checkout or editable install)
-CONFIGS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+CONFIGS_DIR = os.path.join(os.path.dirname(_PACKAGE), "configs")
+#: the configs inside the package: in a checkout a link to ``configs/``; an installed wheel
+#: holds copies (package data), so ``load_config`` works away from the checkout too
+PACKAGED_CONFIGS_DIR = os.path.join(_PACKAGE, "configs")
+
+
+def config_path(name: str) -> str:
+    """Where ``load_config(name)`` reads: ``name`` itself when it ends in ``.py`` (a path,
+    relative to the working directory); otherwise the first ``NAME.py`` of ``CONFIGS_DIR``
+    (the source checkout's ``configs/``) and ``PACKAGED_CONFIGS_DIR`` (the installed
+    package's copy). A missing file is a ``ConfigError`` naming where it looked."""
+    if name.endswith(".py"):
+        if not os.path.isfile(name):
+            raise ConfigError(f"config file {name!r} does not exist.")
+        return name
+    places = [os.path.join(d, f"{name}.py") for d in (CONFIGS_DIR, PACKAGED_CONFIGS_DIR)]
+    for path in places:
+        if os.path.isfile(path):
+            return path
+    raise ConfigError(f"config {name!r} does not exist: no {' or '.join(repr(p) for p in places)}.")
 
 
 def load_config(name: str, arg: str | None = None):
     """``configs/NAME.py``'s ``get_config(arg)`` (or a config file's, given its path), as the
     ``--config=FILE:ARG`` flag calls it — for tests, benchmarks and scripts outside absl.
+    Where ``name`` is looked for: ``config_path``.
 
     >>> load_config("arithmetic", "model=nmu,op=mul").model.name
     'nmu'
     """
-    path = name if name.endswith(".py") else os.path.join(CONFIGS_DIR, f"{name}.py")
-    if not os.path.isfile(path):
-        raise ConfigError(f"config file {path!r} does not exist.")
+    path = config_path(name)
     stem = os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(f"nalu_jax_config_{stem}", path)
     module = importlib.util.module_from_spec(spec)

@@ -6,10 +6,15 @@ XLA's generated loops use 512-bit vectors: the arithmetic models' per-seed resul
 byte-identical to 256-bit ones (``tools/check_identity.py``), the convolution and dense
 reductions of sequential MNIST and the identity task sum in a different order (same
 distribution, other bits), and steps run 15–75% faster (WORKSPACE "Profile").
+
+On a GPU or TPU none of this applies: the platform's devices are the devices, and
+``configure_host_devices`` leaves ``XLA_FLAGS`` as it is (``platform()`` says which platform
+JAX will start on, without starting it).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 
 FLAG = "--xla_force_host_platform_device_count"
@@ -25,13 +30,56 @@ def has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
         return False
 
 
-def configure_host_devices(count: int | None = None) -> None:
+#: distributions whose presence makes JAX start on an accelerator (``pip install -e
+#: '.[cuda12]'`` / ``'.[tpu]'`` install them), and that platform
+ACCELERATOR_PLUGINS = {
+    "jax-cuda12-plugin": "gpu",
+    "jax-cuda13-plugin": "gpu",
+    "jax-rocm60-plugin": "gpu",
+    "jax-rocm7-plugin": "gpu",
+    "libtpu": "tpu",
+    "libtpu-nightly": "tpu",
+}
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def platform(environ=None, installed=None) -> str:
+    """The platform JAX will start on, read before it starts: ``"cpu"``, ``"gpu"`` or
+    ``"tpu"`` (another name as given). The first entry of ``JAX_PLATFORMS`` (or the older
+    ``JAX_PLATFORM_NAME``) when set; otherwise an accelerator whose JAX plugin is installed
+    (JAX prefers it), else the CPU. ``installed(distribution) -> bool`` is for tests."""
+    environ = os.environ if environ is None else environ
+    installed = installed or _installed
+    names = environ.get("JAX_PLATFORMS") or environ.get("JAX_PLATFORM_NAME") or ""
+    first = names.split(",")[0].strip().lower()
+    if first:
+        return {"cuda": "gpu", "rocm": "gpu"}.get(first, first)
+    for dist, kind in ACCELERATOR_PLUGINS.items():
+        if installed(dist):
+            return kind
+    return "cpu"
+
+
+def configure_host_devices(count: int | None = None, *, on: str | None = None) -> None:
     """Before JAX starts, set the XLA:CPU flags the engine wants, each unless XLA_FLAGS says:
 
     - ``count`` (default: the usable cores) CPU devices, so seeds shard over the cores;
     - on AVX-512 CPUs, 512-bit vectors for XLA's generated loops (LLVM prefers 256 bits by
       default; what that changes and gains: the module docstring).
+
+    ``on``: the platform JAX will start on (default ``platform()``); on any but ``"cpu"``
+    nothing is set. (A machine with an accelerator plugin but no accelerator falls back to one
+    CPU device: ``JAX_PLATFORMS=cpu`` gives it one device per core again.)
     """
+    if (on or platform()) != "cpu":
+        return
     flags = os.environ.get("XLA_FLAGS", "")
     if FLAG not in flags:
         if count is None:

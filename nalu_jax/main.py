@@ -1,4 +1,4 @@
-"""Command-line entry point: parse flags, then ``run(EXPERIMENTS[config.experiment], ...)``.
+"""Command-line entry point: parse flags, then ``run(experiment_of(config), config, workdir)``.
 
     python -m nalu_jax.main --config=configs/arithmetic.py:model=nmu,op=mul --workdir=runs/x
     nalu-jax --config=configs/single_module.py:op=mul,model=nmu --config.num_seeds=100 ...
@@ -51,7 +51,7 @@ def main(argv) -> None:
     # nalu_jax reports what matters in one sentence (cli.reported_errors)
     logging.set_verbosity(logging.FATAL)
     from nalu_jax import distributed
-    from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
+    from nalu_jax.experiments import experiment_of, train_and_evaluate
     from nalu_jax.reproduce import results
 
     if _RESULTS.value and results.status(_RESULTS.value, config)[0] == "done":
@@ -66,7 +66,7 @@ def main(argv) -> None:
             results.commit(_WORKDIR.value, _RESULTS.value)
     if summary is None:  # a non-zero process of a multi-host run: process 0 reports
         return
-    print(EXPERIMENTS[config.get("experiment", "arithmetic")].format_summary(summary))
+    print(experiment_of(config).format_summary(summary))
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 
 

@@ -8,12 +8,9 @@ the parts and the experiment judges and writes its files.
 
 ``run_population`` (``nalu_jax.population``, re-exported here) is the loop itself.
 
-An experiment is a module (``nalu_jax.experiments``) with ``validate(config)``,
-``SWEEPABLE`` (the sweep names it accepts), ``population(config, settings) -> Population``,
-``write_results(workdir, config, outcome) -> summary`` and ``format_summary(summary) -> str``; and
-optionally ``programs(config)`` (several compiled programs, e.g. one per activation) and
-``prepare(config, workdir, population, progress)`` (work before training, e.g. a reference
-population that sets thresholds).
+An experiment is an ``Experiment`` record (``nalu_jax.experiments.contract``: its hooks, which
+are required, their types and the order they are called in), one per module of
+``nalu_jax.experiments``; ``EXPERIMENTS[name]`` selects it.
 """
 
 from __future__ import annotations
@@ -102,17 +99,34 @@ def _nbytes(tree) -> int:
     )
 
 
-def memory_estimate(pop: Population, runs: int, config) -> int:
-    """Bytes a population of ``runs`` needs on this host: each run's state about four times
-    (on the devices, the checkpoint snapshot, its unpadded copy and orbax's buffer), the
-    evaluation history, and the shared data."""
+def _sizes(pop: Population, runs: int, config, num_devices: int):
+    """``(state, history, shared, padded)``: bytes of one run's state, of the evaluation
+    history of ``runs``, of the shared data, and the padded run count."""
     trainer = pop.trainer
     state = jax.eval_shape(trainer.init, jax.random.key(0))
     metrics = jax.eval_shape(trainer.evaluate, state, pop.hparams[0], trainer.eval_data)[1]
     per_eval = _nbytes(metrics_dict(metrics)) + 4  # + the training loss
-    padded = padded_size(runs, int(config.seed_block) * len(jax.local_devices()))
+    padded = padded_size(runs, int(config.seed_block) * num_devices)
     shared = _nbytes(trainer.train_data) + _nbytes(trainer.eval_data)
-    return 4 * padded * _nbytes(state) + runs * num_evaluations(config) * per_eval + shared
+    return _nbytes(state), runs * num_evaluations(config) * per_eval, shared, padded
+
+
+def memory_estimate(pop: Population, runs: int, config, devices=None) -> int:
+    """Bytes a population of ``runs`` needs on a CPU host: each run's state about four times
+    (on the devices, the checkpoint snapshot, its unpadded copy and orbax's buffer), the
+    evaluation history, and the shared data."""
+    devices = jax.local_devices() if devices is None else devices
+    state, history, shared, padded = _sizes(pop, runs, config, len(devices))
+    return 4 * padded * state + history + shared
+
+
+def device_memory_estimate(pop: Population, runs: int, config, devices) -> tuple[int, int]:
+    """``(on each device, on the host)``: bytes a population of ``runs`` needs where the
+    devices have memory of their own (GPU, TPU): each device holds its share of the padded
+    runs' states and the shared data; the host the other three copies of the states
+    (checkpoint snapshot, unpadded copy, orbax's buffer) and the evaluation history."""
+    state, history, shared, padded = _sizes(pop, runs, config, len(devices))
+    return -(-padded // len(devices)) * state + shared, 3 * padded * state + history
 
 
 def available_memory() -> int:
@@ -127,14 +141,41 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def check_memory(pop: Population, runs: int, config) -> None:
-    """Refuse, in one sentence, a population that cannot fit in this host's memory."""
-    need, have = memory_estimate(pop, runs, config), available_memory()
+def device_free_memory(devices) -> int | None:
+    """Bytes free on the fullest of ``devices`` (``memory_stats()``: ``bytes_limit`` −
+    ``bytes_in_use``), or None where a device does not say (the CPU)."""
+    free = []
+    for device in devices:
+        stats = device.memory_stats() if device.platform != "cpu" else None
+        if not stats or "bytes_limit" not in stats:
+            return None
+        free.append(int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)))
+    return min(free) if free else None
+
+
+def check_memory(pop: Population, runs: int, config, devices=None) -> None:
+    """Refuse, in one sentence, a population that cannot fit: on a CPU in this host's memory;
+    on devices with memory of their own (GPU, TPU) in theirs (each its share) and the host's.
+    ``devices``: default ``jax.local_devices()``."""
+    devices = jax.local_devices() if devices is None else devices
+    fix = "use fewer seeds per process or more processes (--num_processes)."
+    free = device_free_memory(devices)
+    if free is None:
+        need, have = memory_estimate(pop, runs, config, devices), available_memory()
+    else:
+        on_device, need = device_memory_estimate(pop, runs, config, devices)
+        if on_device > 0.9 * free:
+            kind = devices[0].platform
+            raise ConfigError(
+                f"num_seeds={config.num_seeds} needs about {on_device / 2**30:.1f} GiB on each "
+                f"{kind} device ({runs} runs over {len(devices)}), more than the "
+                f"{free / 2**30:.1f} GiB free there; {fix}"
+            )
+        have = available_memory()
     if need > 0.9 * have:
         raise ConfigError(
             f"num_seeds={config.num_seeds} needs about {need / 2**30:.1f} GiB on this host "
-            f"({runs} runs), more than the {have / 2**30:.1f} GiB available; use fewer seeds "
-            "per process or more processes (--num_processes)."
+            f"({runs} runs), more than the {have / 2**30:.1f} GiB available; {fix}"
         )
 
 
@@ -143,15 +184,16 @@ def _label_dir(workdir: str, name: str, label: str) -> str:
 
 
 def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: bool = True):
-    """Train every seed (of every sweep setting and program), judge, write the workdir.
+    """Train every seed (of every sweep setting and program) of ``experiment`` (an
+    ``Experiment``, e.g. ``EXPERIMENTS["arithmetic"]``), judge, write the workdir.
 
     Returns the experiment's summary dict, or ``None`` in a non-zero process of a multi-host
     run (process 0 writes the results).
     """
     experiment.validate(config)
     apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
-    settings = sweep.expand(config, experiment.SWEEPABLE)
-    programs = experiment.programs(config) if hasattr(experiment, "programs") else [("", config)]
+    settings = sweep.expand(config, experiment.sweepable)
+    programs = experiment.programs(config)
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}
     for message in budget_warnings(config, [h for p in populations.values() for h in p.hparams]):
         say(message)  # a budget that cuts the regulariser ramp short
@@ -164,9 +206,10 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
         check_memory(pop, mine.stop - mine.start, config)
     prepare_workdir(workdir, config, overwrite, proc)
     previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
-    if hasattr(experiment, "prepare"):
-        for pop in populations.values():
-            experiment.prepare(config, workdir, pop, progress)
+    populations = {
+        label: experiment.prepare(config, workdir, pop, progress)
+        for label, pop in populations.items()
+    }
     results = {}
     for label, _ in programs:
         part = _train_program(

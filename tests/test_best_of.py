@@ -56,7 +56,7 @@ LENGTHS_CSV = """seed,mse_1,solved_1,mse_1000,solved_1000
 
 def _run(*args):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    cmd = [sys.executable, "launch/best_of.py", *args]
+    cmd = [sys.executable, "-m", "launch.best_of", *args]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 

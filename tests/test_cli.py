@@ -123,5 +123,25 @@ def test_load_config_by_name_or_path_as_the_config_flag_does(tmp_path):
     own = tmp_path / "mine.py"
     own.write_text("def get_config(arg=None):\n    return {'arg': arg}\n")
     assert load_config(str(own), "x=1") == {"arg": "x=1"}
-    with pytest.raises(ConfigError, match="config file .*nosuch.py' does not exist"):
+    with pytest.raises(ConfigError, match="config 'nosuch' does not exist: no .*configs/nosuch.py"):
         load_config("nosuch")
+    with pytest.raises(ConfigError, match="config file .*nosuch.py' does not exist"):
+        load_config(str(tmp_path / "nosuch.py"))
+
+
+def test_load_config_looks_in_the_checkout_then_in_the_package(monkeypatch):
+    from nalu_jax import config as config_lib
+
+    assert config_lib.config_path("recurrent") == os.path.join(ROOT, "configs", "recurrent.py")
+    # away from a checkout (an installed wheel): the package's own copy
+    monkeypatch.setattr(config_lib, "CONFIGS_DIR", "/nonexistent/configs")
+    path = config_lib.config_path("recurrent")
+    assert path == os.path.join(ROOT, "nalu_jax", "configs", "recurrent.py")
+    assert config_lib.load_config("recurrent", "model=nau,op=add").model.name == "nau"
+    # the package holds every config of the checkout (package data: nalu_jax/configs/*.py)
+    in_package = sorted(os.listdir(config_lib.PACKAGED_CONFIGS_DIR))
+    assert [f for f in in_package if f.endswith(".py")] == sorted(
+        f for f in os.listdir(os.path.join(ROOT, "configs")) if f.endswith(".py")
+    )
+    text = open(os.path.join(ROOT, "pyproject.toml")).read()
+    assert '"nalu_jax" = ["configs/*.py"]' in text

@@ -31,7 +31,7 @@ def _run(script, *args):
 def test_sequential_mnist_comparison_shares_one_reference(tmp_path):
     config = "--config=configs/sequential_mnist.py:task=sum,smoke"
     _run(
-        ["launch/compare_models.py"],
+        ["-m", "launch.compare_models"],
         config,
         "--models=nau,lstm",
         f"--workdir={tmp_path / 'cmp'}",

@@ -178,6 +178,10 @@ def test_smoke_run_writes_parsable_outputs(tmp_path):
         assert g["threshold"] == pytest.approx(thr) and 0 <= g["solved"] <= 2
     # the reference's own seeds: their mean and mean + t·sd/√n are reference.json's figures
     ref_rows = list(csv.DictReader(open(tmp_path / "reference" / "seeds.csv")))
+    # trained by the run loop as a program of its own: its config, checkpoints and events
+    assert json.load(open(tmp_path / "reference" / "config.json"))["num_seeds"] == 2
+    assert (tmp_path / "reference" / "checkpoints").is_dir()
+    assert os.listdir(tmp_path / "reference" / "tensorboard")
     assert [r["seed"] for r in ref_rows] == ["0", "1"]
     assert all(0.0 <= float(r["image_accuracy"]) <= 1.0 for r in ref_rows)
     per_seed = np.array([[float(r[f"mse_last_{n}"]) for n in (1, 3, 5)] for r in ref_rows])

@@ -40,7 +40,7 @@ def _run(command: str, unit_dir, runs_dir) -> subprocess.CompletedProcess:
         env[name] = str(unit_dir) if value == "docs/examples" else value
     assert words[0] == "python"
     args = [w.replace("--workdir=runs/", f"--workdir={runs_dir}/") for w in words[1:]]
-    if args[0] == "launch/reproduce.py":
+    if args[:2] == ["-m", "launch.reproduce"]:
         args = [a for a in args if not a.startswith(("--seeds=", "--steps="))] + TINY_TABLE
     else:
         args += TINY_RUN

@@ -1,14 +1,18 @@
 """What happens to real runs: kills, signals, other device counts, damaged checkpoints, failed
 writes, a second process on the workdir, impossible seed counts, broken config files."""
 
+import asyncio
 import glob
+import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
+import jax
 import numpy as np
 import pytest
 from conftest import load_config
@@ -24,7 +28,6 @@ LONG = [
     "--config=configs/arithmetic.py:model=nmu,op=mul,seeds=4,steps=8000,smoke",
     "--config.num_steps=8000",
     "--config.eval_every=250",
-    "--config.checkpoint_every=500",
     "--config.tensorboard=False",
 ]
 
@@ -165,6 +168,66 @@ def test_damaged_latest_checkpoint_falls_back_to_an_intact_one(tmp_path, capsys,
     assert again["solved"] == first["solved"]
 
 
+SMOKE = [
+    "--config=configs/arithmetic.py:model=nmu,op=mul,seeds=2,smoke",
+    "--config.tensorboard=False",
+]
+
+
+def test_truncated_latest_checkpoint_resumes_with_one_sentence_on_stderr(tmp_path):
+    """The resume says which checkpoint it skipped and where it resumed, and nothing else (no
+    tracebacks of the restore's other reads finishing after the failed one)."""
+    finish(tmp_path, devices=1, args=SMOKE)
+    expected = results(str(tmp_path))
+    older, step = sorted(int(os.path.basename(p)) for p in checkpoints(str(tmp_path)))[-2:]
+    for f in data_files(os.path.join(tmp_path, "checkpoints", str(step))):
+        os.truncate(f, os.path.getsize(f) // 2)
+    os.unlink(tmp_path / "seeds.csv")
+    err = finish(tmp_path, devices=1, args=SMOKE).stderr
+    kept = err.split(f"checkpoints-unusable/{step}-")[-1].split(",")[0]  # its time stamp
+    assert err.splitlines() == [
+        f"nalu_jax: checkpoint at step {step} in {tmp_path}/checkpoints is unusable: it cannot "
+        f"be read (ValueError); moved to {tmp_path}/checkpoints-unusable/{step}-{kept}, "
+        f"trying step {older}.",
+        f"nalu_jax: resumed from the checkpoint at step {older} in {tmp_path}/checkpoints.",
+    ], err
+    assert results(str(tmp_path)) == expected
+
+
+def test_a_closed_restore_loop_first_waits_for_its_pending_reads():
+    """A read that finishes in another thread after a sibling failed ends inside the loop."""
+    from nalu_jax.checkpoint import _draining_event_loops
+
+    with _draining_event_loops():
+        loop = asyncio.new_event_loop()
+    assert isinstance(asyncio.get_event_loop_policy(), asyncio.DefaultEventLoopPolicy)
+    done, thread_errors = [], []
+
+    async def slow_read():
+        future = loop.create_future()
+
+        def finish_later():  # as tensorstore's threads do: a callback into the loop
+            time.sleep(0.2)
+            try:
+                loop.call_soon_threadsafe(future.set_result, 1)
+            except RuntimeError as e:
+                thread_errors.append(e)
+
+        threading.Thread(target=finish_later).start()
+        done.append(await future)
+
+    async def failed_read():
+        raise ValueError("truncated")
+
+    async def restore():
+        await asyncio.gather(slow_read(), failed_read())
+
+    with pytest.raises(ValueError, match="truncated"):
+        loop.run_until_complete(restore())
+    loop.close()
+    assert done == [1] and thread_errors == []
+
+
 def test_overwrite_always_starts_clean(tmp_path, capsys):
     config = smoke(tmp_path)
     train_and_evaluate(config, str(tmp_path), progress=False)
@@ -228,6 +291,58 @@ def test_impossible_seed_count_is_refused_before_the_workdir_exists(tmp_path):
     with pytest.raises(ConfigError, match=r"num_seeds=100000000 needs about [\d.]+ GiB"):
         train_and_evaluate(config, str(workdir), progress=False)
     assert not workdir.exists()
+
+
+class FakeDevice:
+    """A device as ``jax.Device`` reports its memory (``memory_stats``; None on the CPU)."""
+
+    def __init__(self, platform, limit=None, in_use=0):
+        self.platform, self.limit, self.in_use = platform, limit, in_use
+
+    def memory_stats(self):
+        return (
+            None if self.limit is None else {"bytes_limit": self.limit, "bytes_in_use": self.in_use}
+        )
+
+
+def test_memory_check_uses_the_devices_memory_off_the_cpu(tmp_path, monkeypatch):
+    from nalu_jax import sweep
+
+    run_lib = importlib.import_module("nalu_jax.run")  # the module (the package exports run())
+    from nalu_jax.experiments import EXPERIMENTS
+
+    config = smoke(tmp_path, num_seeds=40)
+    experiment = EXPERIMENTS["arithmetic"]
+    pop = experiment.population(config, sweep.expand(config, experiment.sweepable))
+    gpus = [FakeDevice("gpu", 2**40), FakeDevice("gpu", 2**40)]
+    on_device, host = run_lib.device_memory_estimate(pop, 40, config, gpus)
+    # the host's three copies and each device's share add up to the one-host estimate
+    data = pop.trainer.train_data, pop.trainer.eval_data
+    shared = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(data))
+    assert host + 2 * (on_device - shared) + shared == run_lib.memory_estimate(
+        pop, 40, config, gpus
+    )
+    monkeypatch.setattr(run_lib, "available_memory", lambda: 2**40)  # a roomy host
+    run_lib.check_memory(pop, 40, config, gpus)
+    # one device nearly full: refused by its free memory (limit − in use), not the host's
+    full = [gpus[0], FakeDevice("gpu", 2**40, in_use=2**40 - on_device)]
+    with pytest.raises(
+        ConfigError, match=r"needs about [\d.]+ GiB on each gpu device \(40 runs over 2\)"
+    ):
+        run_lib.check_memory(pop, 40, config, full)
+    # the host still holds the checkpoint copies and the history
+    monkeypatch.setattr(run_lib, "available_memory", lambda: host)
+    with pytest.raises(ConfigError, match="on this host"):
+        run_lib.check_memory(pop, 40, config, gpus)
+    # on the CPU the devices share the host's memory: the one-host estimate against it
+    cpus = [FakeDevice("cpu"), FakeDevice("cpu")]
+    monkeypatch.setattr(run_lib, "available_memory", lambda: 2 * on_device + host)
+    run_lib.check_memory(pop, 40, config, cpus)
+    monkeypatch.setattr(
+        run_lib, "available_memory", lambda: run_lib.memory_estimate(pop, 40, config, cpus)
+    )
+    with pytest.raises(ConfigError, match="on this host"):
+        run_lib.check_memory(pop, 40, config, cpus)
 
 
 def test_result_files_are_readable_by_others_and_no_temp_files_stay(tmp_path):

@@ -25,6 +25,13 @@ def test_has_avx512_reads_the_flags_line(cpuinfo, tmp_path):
     assert not hostenv.has_avx512(str(tmp_path / "missing"))
 
 
+@pytest.fixture(autouse=True)
+def _on_cpu(monkeypatch):
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    monkeypatch.delenv("JAX_PLATFORM_NAME", raising=False)
+    monkeypatch.setattr(hostenv, "_installed", lambda name: False)  # no accelerator plugin
+
+
 @pytest.mark.parametrize("avx512", [True, False])
 def test_configure_sets_devices_and_vector_width(monkeypatch, avx512):
     monkeypatch.setattr(hostenv, "has_avx512", lambda: avx512)
@@ -49,3 +56,48 @@ def test_configure_keeps_what_the_user_set(monkeypatch):
         "--xla_force_host_platform_device_count=1",
         "--xla_cpu_prefer_vector_width=512",
     ]
+
+
+def test_platform_is_read_before_jax_starts():
+    none = lambda name: False
+    assert hostenv.platform({}, none) == "cpu"
+    assert hostenv.platform({"JAX_PLATFORMS": "cuda,cpu"}, none) == "gpu"
+    assert hostenv.platform({"JAX_PLATFORMS": "tpu"}, none) == "tpu"
+    assert hostenv.platform({"JAX_PLATFORM_NAME": "gpu"}, none) == "gpu"
+    # an installed plugin: JAX prefers its accelerator, unless JAX_PLATFORMS says otherwise
+    cuda = lambda name: name == "jax-cuda12-plugin"
+    assert hostenv.platform({}, cuda) == "gpu"
+    assert hostenv.platform({}, lambda name: name == "libtpu") == "tpu"
+    assert hostenv.platform({"JAX_PLATFORMS": "cpu"}, cuda) == "cpu"
+
+
+@pytest.mark.parametrize("env", [{"JAX_PLATFORMS": "cuda"}, {"JAX_PLATFORMS": "tpu"}, {}])
+def test_configure_leaves_an_accelerator_alone(monkeypatch, env):
+    monkeypatch.setattr(hostenv, "has_avx512", lambda: True)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    if not env:  # no JAX_PLATFORMS, a CUDA plugin installed
+        monkeypatch.setattr(hostenv, "_installed", lambda name: name == "jax-cuda12-plugin")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=2")
+    hostenv.configure_host_devices(4)
+    assert os.environ["XLA_FLAGS"] == "--xla_gpu_autotune_level=2"
+    monkeypatch.delenv("XLA_FLAGS")
+    hostenv.configure_host_devices(4)
+    assert "XLA_FLAGS" not in os.environ
+    # the same call on the CPU sets both flags
+    hostenv.configure_host_devices(4, on="cpu")
+    assert os.environ["XLA_FLAGS"].split() == [
+        "--xla_force_host_platform_device_count=4",
+        "--xla_cpu_prefer_vector_width=512",
+    ]
+
+
+def test_accelerator_extras_pin_the_jax_range():
+    tomllib = pytest.importorskip("tomllib")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    project = tomllib.load(open(os.path.join(root, "pyproject.toml"), "rb"))["project"]
+    jax_range = next(d for d in project["dependencies"] if d.startswith("jax>"))[len("jax") :]
+    extras = project["optional-dependencies"]
+    assert extras["cuda12"] == [f"jax[cuda12]{jax_range}"]
+    assert extras["tpu"] == [f"jax[tpu]{jax_range}"]
+    assert set(hostenv.ACCELERATOR_PLUGINS.values()) == {"gpu", "tpu"}

@@ -76,3 +76,18 @@ def test_units_tasks_models_import_nothing_above_them():
 
 def test_config_layer_is_a_leaf():
     assert module_imports()["nalu_jax.config"] == set()
+
+
+def test_scripts_need_no_path_hacks():
+    """Scripts run as ``python -m launch.NAME`` (etc.) from the repository root, and the
+    package is installed: nothing edits ``sys.path``."""
+    root, needle = os.path.dirname(ROOT), "sys.path." + "insert"
+    found = []
+    for folder in ("nalu_jax", "launch", "benchmarks", "tools", "configs", "tests"):
+        for here, _, files in os.walk(os.path.join(root, folder)):
+            for f in files:
+                if f.endswith(".py") and needle in open(os.path.join(here, f)).read():
+                    found.append(os.path.relpath(os.path.join(here, f), root))
+    assert found == []
+    for folder in ("launch", "benchmarks", "tools"):
+        assert os.path.exists(os.path.join(root, folder, "__init__.py"))

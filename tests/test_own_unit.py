@@ -209,7 +209,8 @@ def _launch(*args, env=None):
 
 def test_compare_models_checks_every_name_before_training(tmp_path):
     out = _launch(
-        "launch/compare_models.py",
+        "-m",
+        "launch.compare_models",
         "--config=configs/single_module.py:op=add,smoke",
         "--models=nau,nua",
         f"--workdir={tmp_path}",
@@ -221,7 +222,8 @@ def test_compare_models_checks_every_name_before_training(tmp_path):
 
 def test_recurrent_lengths_checks_every_name_first(tmp_path):
     out = _launch(
-        "launch/recurrent_lengths.py",
+        "-m",
+        "launch.recurrent_lengths",
         "--config=configs/recurrent.py:model=nau,op=add,smoke",
         "--models=nau,lstmm",
         f"--workdir={tmp_path}",

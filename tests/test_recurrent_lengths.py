@@ -12,9 +12,9 @@ from conftest import ROOT
 CONFIG = "--config=configs/recurrent.py:op=add,smoke"
 
 
-def _run(script, *args, check=True):
+def _run(module, *args, check=True):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    cmd = [sys.executable, script, *args]
+    cmd = [sys.executable, "-m", module, *args]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if check:
         assert out.returncode == 0, out.stderr[-3000:]
@@ -23,8 +23,8 @@ def _run(script, *args, check=True):
 
 def test_lengths_of_finished_runs(tmp_path):
     wd = tmp_path / "rec"
-    _run("launch/compare_models.py", "--noprogress", CONFIG, "--models=nau,lstm", f"--workdir={wd}")
-    out = _run("launch/recurrent_lengths.py", CONFIG, "--models=nau,lstm", f"--workdir={wd}",
+    _run("launch.compare_models", "--noprogress", CONFIG, "--models=nau,lstm", f"--workdir={wd}")
+    out = _run("launch.recurrent_lengths", CONFIG, "--models=nau,lstm", f"--workdir={wd}",
                "--lengths=1,10,100")  # fmt: skip
     summary = json.loads((wd / "lengths.json").read_text())
     assert summary["lengths"] == [1, 10, 100] and len(summary["thresholds"]) == 3
@@ -49,9 +49,9 @@ def test_lengths_of_finished_runs(tmp_path):
     assert (wd / "lengths.png").read_bytes()[:4] == b"\x89PNG"
     assert "== nau: solved per length" in out.stdout
 
-    bad = _run("launch/recurrent_lengths.py", CONFIG, "--models=nau", f"--workdir={wd}",
+    bad = _run("launch.recurrent_lengths", CONFIG, "--models=nau", f"--workdir={wd}",
                "--lengths=0,10", check=False)  # fmt: skip
     assert bad.returncode == 2 and "--lengths must be positive integers" in bad.stderr
-    other = _run("launch/recurrent_lengths.py", CONFIG, "--models=nau", f"--workdir={wd}",
+    other = _run("launch.recurrent_lengths", CONFIG, "--models=nau", f"--workdir={wd}",
                  "--config.train.lr=0.5", check=False)  # fmt: skip
     assert other.returncode == 2 and "written by another config" in other.stderr

@@ -18,7 +18,8 @@ ENV = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1")
 
 def launch(script, *args):
     quiet = ["--noprogress"] if script == "reproduce.py" else []
-    cmd = [sys.executable, os.path.join("launch", script), *TINY, *quiet, *args]
+    module = "launch." + script.removesuffix(".py")
+    cmd = [sys.executable, "-m", module, *TINY, *quiet, *args]
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout

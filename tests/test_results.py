@@ -18,7 +18,7 @@ TIMING = set(results_lib.TIMING_KEYS)
 
 
 def launch(*args):
-    cmd = [sys.executable, os.path.join("launch", "reproduce.py"), "--noprogress",
+    cmd = [sys.executable, "-m", "launch.reproduce", "--noprogress",
            "--steps=1000", "--smoke", "--calibration_steps=0", *args]  # fmt: skip
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -1,7 +1,7 @@
 """Byte-identity check: run a fixed list of configs here and at another commit, compare files.
 
-    python tools/check_identity.py --against=698c75d [--keep=/tmp/identity] [--only=NAME,...]
-    python tools/check_identity.py --against=HEAD --only=models   # every model of MODELS
+    python -m tools.check_identity --against=698c75d [--keep=/tmp/identity] [--only=NAME,...]
+    python -m tools.check_identity --against=HEAD --only=models   # every model of MODELS
 
 A refactor proves itself by giving the same per-seed results as the commit before it. This
 script checks out ``--against`` into a temporary git worktree, runs every case below there and
@@ -68,7 +68,6 @@ def _model_cases() -> dict:
     """``model_<name>``: the arithmetic task (×, 8 seeds, 2,000 steps) for every model of
     ``nalu_jax.models.MODELS``; ``--only=models`` selects them all (a speed change touching
     every model proves itself here)."""
-    sys.path.insert(0, HERE)
     from nalu_jax.models import MODELS
 
     return {

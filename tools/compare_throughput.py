@@ -1,6 +1,6 @@
 """Throughput of this tree against another commit, side by side, alternating in one process.
 
-    python tools/compare_throughput.py --against=698c75d [--seeds 100 1000] [--steps 10000]
+    python -m tools.compare_throughput --against=698c75d [--seeds 100 1000] [--steps 10000]
 
 Checks ``--against`` out into a temporary git worktree and runs each tree's own
 ``benchmarks/throughput.py`` alternately (against, here, against, here, … ``--repeats`` times
@@ -21,7 +21,15 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def measure(tree: str, seeds: int, steps: int) -> dict:
-    cmd = [sys.executable, "benchmarks/throughput.py", "--seeds", str(seeds), "--steps", str(steps)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.throughput",
+        "--seeds",
+        str(seeds),
+        "--steps",
+        str(steps),
+    ]
     out = subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=tree),
                          capture_output=True, text=True)  # fmt: skip
     if out.returncode:

@@ -7,7 +7,7 @@ reference repositories::
     git clone https://github.com/AndreasMadsen/stable-nalu /tmp/ref-stable-nalu
     git clone https://github.com/bmistry4/nalm-benchmark /tmp/ref-nalm-benchmark
     git clone https://github.com/bmistry4/nalm-division /tmp/ref-nalm-division
-    /tmp/torchenv/bin/python tools/make_parity_fixtures.py --refs /tmp --out tests/parity
+    /tmp/torchenv/bin/python -m tools.make_parity_fixtures --refs /tmp --out tests/parity
 
 (``--cases=nmu_no_clamp,nau_no_clamp`` writes only those files; each case draws the same
 numbers either way.)

@@ -1,6 +1,6 @@
 """Repro: XLA:CPU never finishes the vmapped init of a sequential-MNIST LSTM with a readout.
 
-    python tools/repro_init_hang.py            # H = 16 and 32, 10 seeds, 60 s each
+    python -m tools.repro_init_hang            # H = 16 and 32, 10 seeds, 60 s each
 
 Found on 2026-11-22 (jax/jaxlib 0.10.2, a 2-core AMD EPYC): ``jax.jit(jax.vmap(init))``
 of ``configs/sequential_mnist.py:task=sum,model=lstm`` with ``model.baseline_hidden`` = H
@@ -21,8 +21,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = """
-import sys
-sys.path.insert(0, {root!r})
 from nalu_jax.hostenv import configure_host_devices
 configure_host_devices()
 import jax
@@ -40,10 +38,10 @@ print("finished")
 
 
 def case(hidden: int, seeds: int, timeout: float) -> str:
-    code = CHILD.format(root=ROOT, hidden=hidden, seeds=seeds)
+    code = CHILD.format(hidden=hidden, seeds=seeds)
     try:
         out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return f"HANGS (no result in {timeout:.0f} s)"

@@ -1,6 +1,7 @@
 """The experiments: each module supplies only what differs (data, model, loss, evaluation,
 judgement, its table) to the one training core (``nalu_jax.train``) and run loop
-(``nalu_jax.run``). See ``nalu_jax.run`` for the functions an experiment module exports.
+(``nalu_jax.run``), as one ``Experiment`` record (``nalu_jax.experiments.contract``: the
+hooks, required and optional, and when the run loop calls them).
 """
 
 from __future__ import annotations
@@ -14,24 +15,36 @@ from nalu_jax.experiments import (
     recurrent,
     sequential_mnist,
 )
+from nalu_jax.experiments.contract import Experiment
 from nalu_jax.run import run
 
-#: ``config.experiment`` → module
-EXPERIMENTS: dict = {
-    "arithmetic": arithmetic,  # static arithmetic task and single-module benchmark
-    "recurrent": recurrent,  # recurrent arithmetic over sequences
-    "sequential_mnist": sequential_mnist,
-    "number_translation": number_translation,
-    "identity": identity,  # identity-extrapolation failure of MLPs (docs/protocols.md, "Identity-extrapolation failure")
-    "gridworld": gridworld,  # time-tracking grid world, A2C agents (NALU §4.5)
+#: the experiment of a config that names none
+DEFAULT_EXPERIMENT = "arithmetic"
+
+#: ``config.experiment`` → its ``Experiment``
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        arithmetic.EXPERIMENT,  # static arithmetic task and single-module benchmark
+        recurrent.EXPERIMENT,  # recurrent arithmetic over sequences
+        sequential_mnist.EXPERIMENT,
+        number_translation.EXPERIMENT,
+        identity.EXPERIMENT,  # identity-extrapolation failure of MLPs (NALU §1)
+        gridworld.EXPERIMENT,  # time-tracking grid world, A2C agents (NALU §4.5)
+    )
 }
 
-__all__ = ["EXPERIMENTS", "train_and_evaluate"]
+__all__ = ["DEFAULT_EXPERIMENT", "EXPERIMENTS", "Experiment", "experiment_of", "train_and_evaluate"]
+
+
+def experiment_of(config) -> Experiment:
+    """The ``Experiment`` that ``config.experiment`` names (``DEFAULT_EXPERIMENT`` if none)."""
+    name = config.get("experiment", DEFAULT_EXPERIMENT)
+    if name not in EXPERIMENTS:
+        raise ConfigError(f"experiment must be one of {sorted(EXPERIMENTS)}, got {name!r}.")
+    return EXPERIMENTS[name]
 
 
 def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):
     """``run`` the experiment ``config.experiment`` names (flax's examples' entry shape)."""
-    name = config.get("experiment", "arithmetic")
-    if name not in EXPERIMENTS:
-        raise ConfigError(f"experiment must be one of {sorted(EXPERIMENTS)}, got {name!r}.")
-    return run(EXPERIMENTS[name], config, workdir, overwrite=overwrite, progress=progress)
+    return run(experiment_of(config), config, workdir, overwrite=overwrite, progress=progress)

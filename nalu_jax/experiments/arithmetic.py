@@ -8,7 +8,7 @@ What this experiment supplies to the core: the task (``build_task``), the networ
 seed's subset offset, the evaluation on fixed range-free sets (``nalu_jax.tasks.eval_sets``),
 iNALU's gated regulariser and stall re-initialisation (declared by the unit), and a success
 threshold per sweep setting (ε-perturbed, simulated and cached). Judgement and files:
-``nalu_jax.report.write_population``. ``make_recipe`` is shared with the recurrent task.
+``arithmetic_report.write_population``. ``make_recipe`` is shared with the recurrent task.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from nalu_jax import report, sweep, train
+from nalu_jax import sweep, train
 from nalu_jax import tasks as task_lib
 from nalu_jax.config import SWEEPABLE as ALL_SWEEPABLE
 from nalu_jax.config import ConfigError, as_tuples, prefix, validate_common
+from nalu_jax.experiments import arithmetic_report as report
+from nalu_jax.experiments.contract import Experiment
 from nalu_jax.models import MODELS, model_factory, resolve_layers
 from nalu_jax.run import Outcome, Population
 from nalu_jax.tasks import eval_sets
@@ -374,3 +376,13 @@ def format_summary(summary: dict) -> str:
     if "settings" in summary:
         return report.combined_markdown(summary["settings"])
     return report.summary_markdown(summary)
+
+
+EXPERIMENT = Experiment(
+    name="arithmetic",
+    validate=validate,
+    sweepable=SWEEPABLE,
+    population=population,
+    write_results=write_results,
+    format_summary=format_summary,
+)

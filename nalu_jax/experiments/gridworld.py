@@ -27,6 +27,7 @@ from nalu_jax import train
 from nalu_jax.config import ConfigError, choice, positive_int, validate_common
 from nalu_jax.envs.gridworld import EnvParams, GridWorld
 from nalu_jax.experiments import gridworld_report as report
+from nalu_jax.experiments.contract import Experiment
 from nalu_jax.rl import a2c
 from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, random_policy_success
 from nalu_jax.rl.agents import AGENTS, make_agent
@@ -159,3 +160,14 @@ def random_success(config):
     horizon = int(max(e.test_times) + e.grace)
     key = jax.random.key(RANDOM_POLICY_KEY)
     return random_policy_success(env, eval_data(config, env), horizon, key)
+
+
+EXPERIMENT = Experiment(
+    name="gridworld",
+    validate=validate,
+    sweepable=SWEEPABLE,
+    population=population,
+    write_results=write_results,
+    format_summary=format_summary,
+    programs=programs,
+)

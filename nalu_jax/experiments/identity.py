@@ -31,6 +31,7 @@ import numpy as np
 from nalu_jax import metrics as metrics_lib
 from nalu_jax import plots, report, train
 from nalu_jax.config import ConfigError, validate_common
+from nalu_jax.experiments.contract import Experiment
 from nalu_jax.models import ArithmeticNetwork
 from nalu_jax.run import Outcome, Population, programs_over
 from nalu_jax.units import UNITS, TrainingNeeds, make_unit
@@ -230,3 +231,14 @@ def curves_png(xs, results: dict, train_range) -> bytes:
     ax.set(xlabel="x", ylabel="median |f(x) − x| over seeds", yscale="log")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return plots.png(fig)
+
+
+EXPERIMENT = Experiment(
+    name="identity",
+    validate=validate,
+    sweepable=SWEEPABLE,
+    population=population,
+    write_results=write_results,
+    format_summary=format_summary,
+    programs=programs,
+)

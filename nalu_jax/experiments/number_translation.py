@@ -27,6 +27,7 @@ from nalu_jax import plots, train
 from nalu_jax import report as rep
 from nalu_jax.config import ConfigError, choice, validate_common
 from nalu_jax.experiments import _sequence
+from nalu_jax.experiments.contract import Experiment
 from nalu_jax.run import Outcome, Population
 from nalu_jax.sequence_models import TRANSLATION_OUTPUTS, NumberTranslationModel, cell_options
 from nalu_jax.tasks import translation as tr_lib
@@ -244,3 +245,13 @@ def _plot(history) -> bytes:
         mse = {f"{s} MSE (median)": q(history[f"{s}_mse"]) for s in SPLITS}
     series = {f"{s} accuracy (mean)": (acc[s], None) for s in SPLITS}
     return plots.group_plot(history["step"], series, xlabel="step", x_scale="linear", mse=mse)
+
+
+EXPERIMENT = Experiment(
+    name="number_translation",
+    validate=validate,
+    sweepable=SWEEPABLE,
+    population=population,
+    write_results=write_results,
+    format_summary=format_summary,
+)

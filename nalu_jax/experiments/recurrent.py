@@ -46,6 +46,7 @@ from nalu_jax import tasks as task_lib
 from nalu_jax import train
 from nalu_jax.config import ConfigError, choice, positive_int
 from nalu_jax.experiments import arithmetic
+from nalu_jax.experiments.contract import Experiment
 from nalu_jax.models import RecurrentNetwork
 from nalu_jax.run import Population
 from nalu_jax.tasks import thresholds as thr
@@ -303,3 +304,13 @@ def length_sweep(config, workdir: str, lengths, *, threshold_samples: int | None
         "step": step,
         "seeds": seeds,
     }
+
+
+EXPERIMENT = Experiment(
+    name="recurrent",
+    validate=validate,
+    sweepable=SWEEPABLE,
+    population=population,
+    write_results=write_results,
+    format_summary=format_summary,
+)

@@ -8,12 +8,15 @@ Its per-length success threshold is mean + t_{0.99, n−1}·sd/√n of the refer
 last-step test MSE. A seed solves length L when its final last-step MSE at L is below that.
 
 Writes ``config.json``, ``metrics.jsonl``, ``seeds.csv``, ``summary.json``/``summary.md``,
-``curves.png`` and ``reference.json``; checkpoints (``checkpoints/``, ``reference/``) make a
-re-run of the same command resume.
+``curves.png`` and ``reference.json``; checkpoints (``checkpoints/``) make a re-run of the
+same command resume. The reference population is a program of its own (``REFERENCE``), trained
+by the run loop in ``reference/`` (its ``config.json``, checkpoints, TensorBoard events and
+``seeds.csv``), so it resumes, checks memory and splits over hosts as the model's runs do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -27,8 +30,9 @@ from nalu_jax import train
 from nalu_jax.config import ConfigError, choice, validate_common
 from nalu_jax.experiments import _sequence
 from nalu_jax.experiments import sequential_mnist_report as report
+from nalu_jax.experiments.contract import Experiment
 from nalu_jax.experiments.sequential_mnist_report import FIELDS, format_summary
-from nalu_jax.run import Outcome, Population, run_population
+from nalu_jax.run import Outcome, Population, run
 from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
 from nalu_jax.tasks import digits as digits_lib
 from nalu_jax.units import UNITS
@@ -80,12 +84,21 @@ def validate(config) -> None:
         )
 
 
+_DATASET: dict = {}  # the last dataset loaded, by its ``config.data`` (the reference reuses it)
+
+
 def load_dataset(config):
-    """``load_digits_dataset(config)``, its data errors as config errors."""
-    try:
-        return digits_lib.load_digits_dataset(config)
-    except digits_lib.DataError as e:
-        raise ConfigError(str(e)) from None
+    """``load_digits_dataset(config)``, its data errors as config errors (the last one loaded
+    is kept: the model's and the reference's programs train on the same arrays)."""
+    key = config.data.to_json(sort_keys=True)
+    if key not in _DATASET:
+        try:
+            dataset = digits_lib.load_digits_dataset(config)
+        except digits_lib.DataError as e:
+            raise ConfigError(str(e)) from None
+        _DATASET.clear()
+        _DATASET[key] = dataset
+    return _DATASET[key]
 
 
 def make_trainer(config, cell: str | None = None, dataset=None) -> train.Trainer:
@@ -175,74 +188,104 @@ def thresholds_from(mse_last, confidence: float = 0.99) -> np.ndarray:
     return np.asarray(out)
 
 
-def reference(config, workdir, progress, dataset=None):
-    """Thresholds ``[L]`` and the reference's mean final last-step MSE ``[L]`` (or None)."""
+def reference_config(config):
+    """The reference population's config: ``config`` with ``reference.num_seeds`` seeds (the
+    same seed numbers, so the comparison is paired) and nothing swept."""
+    c = config.copy_and_resolve_references()
+    with c.unlocked():
+        c.num_seeds = int(config.reference.num_seeds)
+        for name in c.sweep:
+            c.sweep[name] = None
+    return c
+
+
+def _reference_population(config, settings) -> Population:
+    """The solved accumulator's program (λ̂ and the other hyperparameters follow
+    ``config.model.name``, as the model's)."""
+    return _sequence.population(make_trainer(config, SOLVED_ACCUMULATOR), settings)
+
+
+def _reference_results(workdir, config, outcome: Outcome) -> dict:
+    """The thresholds and the reference seeds' own figures (``WORKDIR/reference/seeds.csv``:
+    a CNN that learnt −digit, say, shows here)."""
+    history, seeds = outcome.results[""]["history"], outcome.run_seed
+    final = history["mse_last"][-1]
+    thresholds = thresholds_from(final, float(config.reference.confidence))
+    mean = np.asarray([metrics_lib.mean_interval(c[np.isfinite(c)])[0] for c in final.T])
+    columns = {"seed": seeds, "image_accuracy": history["image_acc"][-1]}
+    for j, length in enumerate(config.task.test_lengths):
+        columns[f"mse_last_{int(length)}"] = final[:, j].astype(np.float64)
+    rep.atomic_write(os.path.join(workdir, "seeds.csv"), rep.csv_text(columns))
+    return {
+        "lengths": list(config.task.test_lengths),
+        "num_seeds": len(seeds),
+        "thresholds": thresholds.tolist(),
+        "mse_last_mean": mean.tolist(),
+    }
+
+
+def _reference_table(summary: dict) -> str:
+    rows = zip(summary["lengths"], summary["thresholds"], summary["mse_last_mean"], strict=True)
+    header = [("reference seeds", summary["num_seeds"])]
+    cells = [[n, rep.fmt(t), rep.fmt(m)] for n, t, m in rows]
+    return rep.markdown(header, ["length", "threshold", "MSE (mean)"], cells)
+
+
+#: the reference population as a program of its own, trained by ``run`` in
+#: ``WORKDIR/reference`` (memory check, checkpoints, TensorBoard events, multi-host split)
+REFERENCE = Experiment(
+    name="sequential_mnist_reference",
+    validate=validate,
+    sweepable=(),
+    population=_reference_population,
+    write_results=_reference_results,
+    format_summary=_reference_table,
+)
+
+
+def reference(config, workdir, progress):
+    """Thresholds ``[L]`` and the reference's mean final last-step MSE ``[L]`` (or None): the
+    config's, ``WORKDIR/reference.json``'s, or the reference population's, trained now."""
     if config.reference.thresholds is not None:
         return np.asarray(config.reference.thresholds, np.float64), None
     path = os.path.join(workdir, "reference.json")
+    as_array = lambda v: np.asarray([math.nan if x is None else x for x in v], np.float64)
     if os.path.exists(path):
         with open(path) as f:
             saved = json.load(f)
-        as_array = lambda v: np.asarray([math.nan if x is None else x for x in v], np.float64)
         return as_array(saved["thresholds"]), as_array(saved["mse_last_mean"])
-    n = int(config.reference.num_seeds)
-    if n < 1 or config.model.name == SOLVED_ACCUMULATOR:
+    if int(config.reference.num_seeds) < 1 or config.model.name == SOLVED_ACCUMULATOR:
         return None, None
-    seeds = np.arange(config.first_seed, config.first_seed + n)
-    trainer = make_trainer(config, SOLVED_ACCUMULATOR, dataset)
-    result = run_population(
-        trainer,
-        train.seed_keys(config.seed, seeds),
-        trainer.hparams,
-        config,
-        os.path.join(workdir, "reference", "checkpoints"),
-        progress=progress,
-        desc="reference",
+    saved = run(
+        REFERENCE, reference_config(config), os.path.join(workdir, "reference"), progress=progress
     )
-    final = result.history["mse_last"][-1]
-    thresholds = thresholds_from(final, float(config.reference.confidence))
-    mean = np.asarray([metrics_lib.mean_interval(c[np.isfinite(c)])[0] for c in final.T])
-    # each reference seed's own figures (a CNN that learnt −digit, say, shows here), written
-    # before reference.json: a run that finds reference.json has both
-    columns = {"seed": seeds, "image_accuracy": result.history["image_acc"][-1]}
-    for j, length in enumerate(config.task.test_lengths):
-        columns[f"mse_last_{int(length)}"] = final[:, j].astype(np.float64)
-    rep.atomic_write(os.path.join(workdir, "reference", "seeds.csv"), rep.csv_text(columns))
-    rep.atomic_write(
-        path,
-        rep.dumps(
-            {
-                "lengths": list(config.task.test_lengths),
-                "num_seeds": n,
-                "thresholds": thresholds.tolist(),
-                "mse_last_mean": mean.tolist(),
-            }
-        )
-        + "\n",
-    )
-    return thresholds, mean
+    if saved is None:  # a non-zero process of a multi-host run: process 0 judges and writes
+        return None, None
+    rep.atomic_write(path, rep.dumps(saved) + "\n")  # after reference/seeds.csv
+    return as_array(saved["thresholds"]), as_array(saved["mse_last_mean"])
 
 
 def population(config, settings) -> Population:
     """The model's program; the thresholds come from ``prepare`` (the reference population)."""
-    dataset = load_dataset(config)  # data errors before the workdir exists
+    pop = _sequence.population(make_trainer(config), settings)  # data errors: before the workdir
+    return dataclasses.replace(pop, metrics_jsonl=_metrics_jsonl(config, None))
+
+
+def _metrics_jsonl(config, thresholds):
     lengths = [int(n) for n in config.task.test_lengths]
-    pop = _sequence.population(make_trainer(config, dataset=dataset), settings)
-    pop.contexts[0]["dataset"] = dataset
-
-    def jsonl(history, done, diverged_at):
-        thresholds = pop.contexts[0].get("thresholds")
-        return report.metrics_jsonl(history, done, thresholds, diverged_at, lengths)
-
-    pop.metrics_jsonl = jsonl
-    return pop
+    return lambda history, done, diverged_at: report.metrics_jsonl(
+        history, done, thresholds, diverged_at, lengths
+    )
 
 
-def prepare(config, workdir, pop: Population, progress: bool) -> None:
-    """Train (or load) the reference population: per-length thresholds for every setting."""
-    thresholds, ref_mean = reference(config, workdir, progress, pop.contexts[0]["dataset"])
-    for context in pop.contexts:
-        context.update(thresholds=thresholds, ref_mean=ref_mean)
+def prepare(config, workdir, pop: Population, progress: bool) -> Population:
+    """``pop`` with the per-length thresholds of the reference population in every setting."""
+    thresholds, ref_mean = reference(config, workdir, progress)
+    return dataclasses.replace(
+        pop,
+        contexts=[{**c, "thresholds": thresholds, "ref_mean": ref_mean} for c in pop.contexts],
+        metrics_jsonl=_metrics_jsonl(config, thresholds),
+    )
 
 
 def write_results(workdir, config, outcome: Outcome) -> dict:
@@ -303,3 +346,14 @@ def write_results(workdir, config, outcome: Outcome) -> dict:
         },
     )
     return summary
+
+
+EXPERIMENT = Experiment(
+    name="sequential_mnist",
+    validate=validate,
+    sweepable=SWEEPABLE,
+    population=population,
+    write_results=write_results,
+    format_summary=format_summary,
+    prepare=prepare,
+)

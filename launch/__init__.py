@@ -1,0 +1,1 @@
+"""Command-line scripts; run from the repository root as ``python -m launch.NAME``."""

@@ -1,0 +1,87 @@
+"""The experiment contract: one ``Experiment`` record per experiment, hooks with defaults."""
+
+import dataclasses
+
+import pytest
+from conftest import load_config
+
+from nalu_jax import sweep
+from nalu_jax.config import ConfigError
+from nalu_jax.experiments import (
+    DEFAULT_EXPERIMENT,
+    EXPERIMENTS,
+    Experiment,
+    experiment_of,
+    sequential_mnist,
+)
+from nalu_jax.experiments.contract import one_program, unchanged
+from nalu_jax.run import run
+
+
+def test_registry_holds_one_experiment_per_name():
+    assert DEFAULT_EXPERIMENT in EXPERIMENTS
+    for name, experiment in EXPERIMENTS.items():
+        assert isinstance(experiment, Experiment) and experiment.name == name
+    # the hooks an experiment leaves out are the defaults; those it gives are its own
+    assert EXPERIMENTS["arithmetic"].programs is one_program
+    assert EXPERIMENTS["identity"].programs is not one_program
+    assert EXPERIMENTS["sequential_mnist"].prepare is sequential_mnist.prepare
+    assert EXPERIMENTS["gridworld"].prepare is unchanged
+
+
+def test_experiment_of_a_config():
+    config = load_config("recurrent", "smoke")
+    assert experiment_of(config) is EXPERIMENTS["recurrent"]
+    with config.unlocked():
+        del config["experiment"]
+    assert experiment_of(config) is EXPERIMENTS[DEFAULT_EXPERIMENT]
+    config.experiment = "chess"
+    with pytest.raises(ConfigError, match="experiment must be one of .*'chess'"):
+        experiment_of(config)
+
+
+def test_a_hook_that_is_not_callable_is_refused():
+    good = EXPERIMENTS["arithmetic"]
+    with pytest.raises(TypeError, match="write_results"):
+        dataclasses.replace(good, write_results=None)
+    with pytest.raises(TypeError, match="sweepable"):
+        dataclasses.replace(good, sweepable=["lr"])
+
+
+class Stop(Exception):
+    pass
+
+
+def test_run_calls_the_default_hooks(tmp_path):
+    """An experiment with only the required hooks: one program, the whole config."""
+    config = load_config("arithmetic", "smoke")
+    seen = []
+
+    def population(cfg, settings):
+        seen.append((cfg.to_dict(), [s.name for s in settings]))
+        raise Stop
+
+    minimal = Experiment(
+        name="minimal",
+        validate=lambda c: None,
+        sweepable=("lr",),
+        population=population,
+        write_results=lambda w, c, o: {},
+        format_summary=str,
+    )
+    with pytest.raises(Stop):
+        run(minimal, config, str(tmp_path / "w"), progress=False)
+    assert seen == [(config.to_dict(), [""])]
+    assert not (tmp_path / "w").exists()  # populations are built before the workdir is claimed
+
+
+def test_sequential_mnist_prepare_returns_a_new_population(tmp_path):
+    config = load_config("sequential_mnist", "task=sum,model=nau,smoke")
+    config.reference.thresholds = tuple(10.0 * n for n in config.task.test_lengths)
+    experiment = EXPERIMENTS["sequential_mnist"]
+    pop = experiment.population(config, sweep.expand(config, experiment.sweepable))
+    before = [dict(c) for c in pop.contexts]
+    ready = experiment.prepare(config, str(tmp_path), pop, False)
+    assert pop.contexts == before and "thresholds" not in pop.contexts[0]  # left as it was
+    assert list(ready.contexts[0]["thresholds"]) == list(config.reference.thresholds)
+    assert ready.trainer is pop.trainer
