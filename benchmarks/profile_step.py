@@ -2,9 +2,11 @@
 
     python -m benchmarks.profile_step --models nalu,nmu        # the breakdown table
     python -m benchmarks.profile_step --models all --seeds 50
+    python -m benchmarks.profile_step --task single_module --models all --seeds 10
 
 For each model of ``nalu_jax.models.MODELS`` on the standard arithmetic configuration (op mul,
-n = 100, batch 128) it times, on one CPU device with ``--seeds`` seeds (the per-device share of
+n = 100, batch 128) — or, with ``--task single_module``, each unit of the single-module
+benchmark (one unit, 2 inputs, range 7; × units on ×, NAC₊/NAU on +) — it times, on one CPU device with ``--seeds`` seeds (the per-device share of
 the 2-device benchmark at 100 seeds) vmapped in blocks of the config's ``seed_block`` as the
 engine runs them (``--set seed_block=N`` to change it), scans of ``--steps`` steps of nested
 parts of the step and reports µs per seed-step:
@@ -33,7 +35,11 @@ import json
 import os
 import time
 
-from benchmarks.throughput import arithmetic_config  # the benchmark's config, --set overrides
+from benchmarks.throughput import (  # the benchmarks' configs and --set overrides
+    SINGLE_MODULE_UNITS,
+    TASKS,
+    benchmark_config,
+)
 
 
 def _best(fn, args, repeat):
@@ -80,7 +86,8 @@ def kernel_breakdown(fn, args, steps: int, seeds: int, top: int) -> dict:
     }
 
 
-def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernels=0) -> dict:
+def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernels=0,
+            task: str = "arithmetic") -> dict:  # fmt: skip
     import jax
     import jax.numpy as jnp
     from flax import nnx
@@ -92,7 +99,7 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
     from nalu_jax.tasks import eval_sets
     from nalu_jax.units import training_needs
 
-    config = arithmetic_config(model, settings)
+    config = benchmark_config(model, settings, task)
     block = int(config.seed_block)
     assert seeds % block == 0, "--seeds must be a multiple of seed_block"
 
@@ -116,31 +123,40 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
 
     def scan_part(part):
         def one_seed(state):
-            def body(carry, i):
+            def step_material(i):
+                # as Trainer.train: the step's random material derived before the scan
                 key = jax.random.fold_in(jax.random.wrap_key_data(state.key), i)
-                data_key = jax.random.split(key)[0]
+                return recipe.step_randomness(key)
+
+            def body(carry, xs):
+                i, material = xs
                 if part == "data":
                     rng = task.interpolation_range
                     x = task_lib.sample_inputs(
-                        data_key, (batch, task.input_size), rng, sampler=str(config.train.sampler)
-                    )
+                        material[0], (batch, task.input_size), rng,
+                        sampler=str(config.train.sampler),
+                    )  # fmt: skip
                     t = task_lib.target(task, x, task_lib.subset_masks(task, state.aux.offset))
                     return carry + jnp.sum(x[:, :1]) + jnp.sum(t), None
 
                 def loss(params):
                     model_ = nnx.merge(graphdef, params)
-                    return recipe.loss(model_, hp, state.replace(step=i), key, trainer.train_data)
+                    s = state.replace(step=i)
+                    return recipe.loss(model_, hp, s, material, trainer.train_data)
 
                 if part == "forward":
                     return carry + loss(state.params)[0], None
                 g = jax.grad(lambda p: loss(p)[0])(state.params)
                 return carry + sum(jnp.sum(v) for v in jax.tree.leaves(g)), None
 
-            return jax.lax.scan(body, jnp.zeros(()), jnp.arange(steps))[0]
+            steps_ = jnp.arange(steps)
+            xs = (steps_, jax.vmap(step_material)(steps_))
+            return jax.lax.scan(body, jnp.zeros(()), xs)[0]
 
         return vmapped(one_seed)
 
-    out = {"model": model, "seeds": seeds, "steps": steps, "seed_block": block}
+    out = {"model": model, "task": str(config.task.kind), "seeds": seeds, "steps": steps}
+    out["seed_block"] = block
     for part in ("data", "forward", "grad"):
         out[part] = _best(scan_part(part), (states,), repeat) / (seeds * steps) * 1e6
     every = int(config.eval_every)
@@ -163,8 +179,12 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
 
 
 def main() -> None:
+    from nalu_jax.hostenv import configure_host_devices
+
+    configure_host_devices()  # the engine's XLA:CPU flags (the profile uses one device)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="nmu,nalu", help="comma list or 'all'")
+    parser.add_argument("--task", choices=TASKS, default="arithmetic", help="benchmark task")
     parser.add_argument("--seeds", type=int, default=50)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -173,10 +193,13 @@ def main() -> None:
     args = parser.parse_args()
     from nalu_jax.models import MODELS
 
-    models = list(MODELS) if args.models == "all" else args.models.split(",")
+    every = SINGLE_MODULE_UNITS if args.task == "single_module" else list(MODELS)
+    models = list(every) if args.models == "all" else args.models.split(",")
     rows = []
     for m in models:
-        rows.append(profile(m, args.seeds, args.steps, args.repeat, args.set, args.kernels))
+        rows.append(
+            profile(m, args.seeds, args.steps, args.repeat, args.set, args.kernels, args.task)
+        )
         print(json.dumps(rows[-1]), flush=True)
     cols = ("data", "forward", "grad", "step", "eval", "total")
     print("| model | " + " | ".join(f"{c} µs" for c in cols) + " |")

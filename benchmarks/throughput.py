@@ -4,6 +4,7 @@
     python -m benchmarks.throughput --seeds 100 --steps 20000
     python -m benchmarks.throughput --models all --seeds 100 --steps 10000   # every model
     python -m benchmarks.throughput --models nalu,nmu --seeds 1000 --steps 3000
+    python -m benchmarks.throughput --task single_module --models all --seeds 25 --steps 20000
 
 Model nmu, op mul, n = 100, batch 128, hidden 2, evaluation every 1,000 steps on the two
 10,000-sample sets — through ``nalu_jax.experiments.train_and_evaluate``, the code path of
@@ -12,6 +13,9 @@ Prints one JSON line per size: seeds, steps, seconds (compile excluded), compile
 seed_steps_per_s, peak_rss_mib, device. With ``--models`` (a comma list of
 ``nalu_jax.models.MODELS`` names, or ``all``) it runs each model at each size instead — one JSON
 line per (model, size), with ``model`` — and then prints a table of seed-steps/s per model.
+``--task single_module``: the single-module benchmark instead (one unit, 2 inputs, range 7;
+``--models all`` = every unit of the benchmark, × units on ×, NAC₊/NAU on +).
+``--set field=value`` overrides a config field, parsed with the field's type.
 Every measurement is its own process, so ``--repeat R`` keeps the best of R.
 """
 
@@ -28,23 +32,43 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def arithmetic_config(model: str, settings=()):
-    """``configs/arithmetic.py:model=M,op=mul`` with ``--set field=value`` overrides applied
-    (e.g. ``seed_block=64``; a field whose default is None takes a float)."""
-    from nalu_jax.config import load_config
+TASKS = ("arithmetic", "single_module")
 
-    config = load_config("arithmetic", f"model={model},op=mul")
-    for item in settings:
-        key, value = item.split("=", 1)
-        target = config
-        *parents, leaf = key.split(".")
-        for p in parents:
-            target = target[p]
-        target[leaf] = type(target[leaf])(value) if target[leaf] is not None else float(value)
+
+def single_module_op(model: str) -> str:
+    """The op a unit is benchmarked on in the single-module task: × where it is benchmarked
+    on ×, else + (NAC₊, NAU)."""
+    from nalu_jax.tasks.single_module import MODELS_BY_OP
+
+    return "mul" if model in MODELS_BY_OP["mul"] else "add"
+
+
+def benchmark_config(model: str, settings=(), task: str = "arithmetic"):
+    """The benchmark's config with ``--set field=value`` overrides applied (each value parsed
+    with the field's own type: ``nalu_jax.config.apply_overrides``).
+
+    ``task="arithmetic"``: ``configs/arithmetic.py:model=M,op=mul`` (n = 100, two layers);
+    ``task="single_module"``: ``configs/single_module.py:model=M,op=OP`` (one unit, 2 inputs,
+    range 7, 25 seeds; OP = × for the units benchmarked on ×, else +).
+    """
+    from nalu_jax.config import apply_overrides, load_config
+
+    if task == "single_module":
+        config = load_config("single_module", f"model={model},op={single_module_op(model)}")
+    else:
+        config = load_config("arithmetic", f"model={model},op=mul")
+    apply_overrides(config, settings)
     return config
 
 
-def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dict:
+def arithmetic_config(model: str, settings=()):
+    """``configs/arithmetic.py:model=M,op=mul`` with ``--set`` overrides (``benchmark_config``)."""
+    return benchmark_config(model, settings, "arithmetic")
+
+
+def measure(
+    seeds: int, steps: int, extra: list[str], model: str = "nmu", task: str = "arithmetic"
+) -> dict:
     """Train ``seeds`` seeds for ``steps`` steps in this process; the JSON record."""
     from nalu_jax.hostenv import configure_host_devices
 
@@ -55,7 +79,7 @@ def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dic
     from nalu_jax.experiments import train_and_evaluate
 
     logging.set_verbosity(logging.WARNING)
-    config = arithmetic_config(model, extra)
+    config = benchmark_config(model, extra, task)
     config.num_seeds = seeds
     config.num_steps = steps
     config.checkpoint_every = steps
@@ -64,6 +88,7 @@ def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dic
     loop_s = summary["wall_time_s"] - summary["compile_time_s"]
     return {
         "model": model,
+        "task": task,
         "seeds": seeds,
         "steps": steps,
         "seconds": round(loop_s, 3),
@@ -75,9 +100,18 @@ def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dic
     }
 
 
-def _run_one(model: str, seeds: int, steps: int, settings: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "benchmarks.throughput", "--inline", "--seeds", str(seeds)]
-    cmd += ["--steps", str(steps)]
+def _run_one(model: str, seeds: int, steps: int, settings: list[str], task: str) -> dict:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.throughput",
+        "--inline",
+        "--seeds",
+        str(seeds),
+        "--steps",
+        str(steps),
+    ]
+    cmd += ["--task", task]
     cmd += ["--models", model] + [f"--set={s}" for s in settings]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if out.returncode:
@@ -85,18 +119,26 @@ def _run_one(model: str, seeds: int, steps: int, settings: list[str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def model_names(arg: str | None) -> list[str]:
-    """``--models``: ``all`` (every ``MODELS`` entry, in its order) or a comma list."""
-    from nalu_jax.models import MODELS
+#: the units of the single-module benchmark (× and +), in the order of its tables
+SINGLE_MODULE_UNITS = ("nac_add", "nmu", "nau", "nac_mul", "nalu", "inalu", "g_nalu", "npu",
+                       "real_npu", "nru", "nmru", "snmu")  # fmt: skip
 
+
+def model_names(arg: str | None, task: str = "arithmetic") -> list[str]:
+    """``--models``: ``all`` (every ``MODELS`` entry in its order; for the single-module task
+    every unit of the benchmark) or a comma list."""
+    from nalu_jax.models import MODELS
+    from nalu_jax.units import UNITS
+
+    known = UNITS if task == "single_module" else MODELS
     if arg is None:
         return ["nmu"]
     if arg == "all":
-        return list(MODELS)
+        return list(SINGLE_MODULE_UNITS if task == "single_module" else MODELS)
     names = [n for n in arg.split(",") if n]
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        sys.exit(f"--models: unknown {unknown}; choose from {sorted(MODELS)} or 'all'.")
+        sys.exit(f"--models: unknown {unknown}; choose from {sorted(known)} or 'all'.")
     return names
 
 
@@ -123,20 +165,25 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, help="one size only (default: 1, 10, 100, 1000)")
     parser.add_argument("--steps", type=int, help="step budget (default: by size)")
     parser.add_argument("--models", help="comma list of model names, or 'all' (default nmu)")
+    parser.add_argument("--task", choices=TASKS, default="arithmetic", help="benchmark task")
     parser.add_argument("--repeat", type=int, default=1, help="best of R runs per measurement")
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     parser.add_argument("--inline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inline:
-        print(json.dumps(measure(args.seeds, args.steps, args.set, args.models)), flush=True)
+        record = measure(args.seeds, args.steps, args.set, args.models, args.task)
+        print(json.dumps(record), flush=True)
         return
-    models = model_names(args.models)
+    models = model_names(args.models, args.task)
     sizes = [args.seeds] if args.seeds else [1, 10, 100, 1000]
     records = []
     for model in models:
         for seeds in sizes:
             steps = args.steps or (20_000 if seeds <= 100 else 10_000)
-            runs = [_run_one(model, seeds, steps, args.set) for _ in range(max(1, args.repeat))]
+            runs = [
+                _run_one(model, seeds, steps, args.set, args.task)
+                for _ in range(max(1, args.repeat))
+            ]
             best = max(runs, key=lambda r: r["seed_steps_per_s"])
             records.append(best)
             print(json.dumps(best), flush=True)

@@ -9,6 +9,7 @@ than in ``configs/`` so that a config file loads from any working directory.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import math
 import os
@@ -244,6 +245,66 @@ def parse_config_arg(arg: str | None, defaults: dict, switches=("smoke",)) -> di
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_value(field: str, text: str, kind: type):
+    """``text`` (from a command line) as a value of type ``kind``, the field's own type.
+
+    ``None`` is None; ints stay ints (``"7"`` → 7; ``"7.5"`` is an error for an int field);
+    floats accept ints; bools accept true/false/1/0; tuples take Python syntax
+    (``"(1.0, 2.0)"``, ``"((-6, -2), (2, 6))"``); strings are taken as written; a field without
+    a type (None by default) takes any Python literal, or the text itself. A value that does
+    not fit is a ``ConfigError`` naming ``field``.
+    """
+    text = text.strip()
+    if text == "None":
+        return None
+    if kind is str:
+        return text
+    if kind is bool:
+        low = text.lower()
+        if low in ("true", "1"):
+            return True
+        if low in ("false", "0"):
+            return False
+        raise ConfigError(f"{field} must be true or false, got {text!r}.")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if kind in (int, float, tuple, list):
+            raise ConfigError(f"{field} must be a {kind.__name__}, got {text!r}.") from None
+        return text  # an untyped field: the text itself
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is tuple and isinstance(value, list):
+        return tuple(value)
+    if kind in (int, float, tuple, list) and (
+        isinstance(value, bool) or not isinstance(value, kind)
+    ):
+        raise ConfigError(f"{field} must be a {kind.__name__}, got {text!r}.")
+    return value
+
+
+def apply_overrides(config, items) -> None:
+    """Set ``"section.field=value"`` items on ``config`` in place, each value parsed with the
+    field's own type (``parse_value``); an unknown field is a ``ConfigError``."""
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ConfigError(f"an override must be field=value, got {item!r}.")
+        key = key.strip()
+        *parents, leaf = key.split(".")
+        target = config
+        for i, p in enumerate(parents):
+            if p not in target or not hasattr(target[p], "get_type"):
+                raise ConfigError(f"{'.'.join(parents[: i + 1])} is not a config section.")
+            target = target[p]
+        if leaf not in target:
+            raise ConfigError(f"{key} is not a config field.")
+        kind = target.get_type(leaf)
+        target[leaf] = parse_value(key, text, kind if kind is not type(None) else object)
+
+
 #: the repository's ``configs/`` folder (beside the package in a checkout or editable install)
 CONFIGS_DIR = os.path.join(os.path.dirname(_PACKAGE), "configs")
 #: the configs inside the package: in a checkout a link to ``configs/``; an installed wheel

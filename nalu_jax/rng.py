@@ -13,6 +13,8 @@ elements, seeds and steps.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
@@ -58,9 +60,28 @@ def _mix(h):
     return h ^ (h >> 16)
 
 
+class HashWords(NamedTuple):
+    """The two words (k0, k1) the hash stream derives from a key (``derive``), kept so that
+    a caller can derive them ahead of time: in a ``lax.scan`` of training steps, words derived
+    inside the step are re-derived by every fused kernel that reads an element of the batch
+    (XLA:CPU duplicates the cheap integer threefry into each consumer); derived for a whole
+    chunk of steps before the scan, they are computed once (``Recipe.step_randomness``)."""
+
+    words: jax.Array  # uint32 [2]
+
+
+def derive(key, sampler: str = "hash"):
+    """What ``uniform(·, sampler=sampler)`` needs from a typed ``key``: its ``HashWords`` for
+    "hash" (the same words ``uniform`` would derive), the key itself for "threefry"."""
+    if sampler == "hash":
+        return HashWords(jax.random.bits(key, (2,), jnp.uint32))
+    return key
+
+
 def hash_bits(key, shape) -> jax.Array:
-    """``uint32[*shape]`` pseudo-random words for ``key`` (a typed JAX key)."""
-    k = jax.random.bits(key, (2,), jnp.uint32)
+    """``uint32[*shape]`` pseudo-random words for ``key`` (a typed JAX key, or its
+    ``HashWords``)."""
+    k = key.words if isinstance(key, HashWords) else jax.random.bits(key, (2,), jnp.uint32)
     size = 1
     for d in shape:
         size *= d
@@ -75,7 +96,8 @@ def bits_to_unit(bits) -> jax.Array:
 
 
 def uniform(key, shape, minval=0.0, maxval=1.0, *, sampler: str = "hash") -> jax.Array:
-    """float32 ``[*shape]`` ~ U[minval, maxval) from ``sampler`` ("hash" or "threefry")."""
+    """float32 ``[*shape]`` ~ U[minval, maxval) from ``sampler`` ("hash" or "threefry");
+    ``key`` a typed key, or ``derive(key, sampler)``."""
     if sampler == "threefry":
         return jax.random.uniform(key, tuple(shape), jnp.float32, minval, maxval)
     if sampler != "hash":

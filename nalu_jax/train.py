@@ -77,6 +77,12 @@ class Recipe(NamedTuple):
       projection (e.g. iNALU's re-initialisation); default: none.
     optimizer: an optax transformation giving the update's direction (the step applies the
       traced ``hp.lr``); default: ``make_optimizer(config.train, needs)``.
+    step_randomness: ``step key -> pytree``, the random material a step derives from its key
+      (e.g. split keys, a sampler's words). Given, it is derived for a whole ``train`` call's
+      steps before their scan and ``loss`` receives it in place of the key: the same bits,
+      computed once per step, where inside the step XLA:CPU re-derives such cheap integer
+      work in every fused kernel that reads it (WORKSPACE "Performance: the single-module
+      step").
     """
 
     factory: Any
@@ -87,6 +93,7 @@ class Recipe(NamedTuple):
     init_aux: Any = None
     after_update: Any = None
     optimizer: Any = None
+    step_randomness: Any = None
 
 
 class Trainer(NamedTuple):
@@ -310,8 +317,12 @@ def make_train(
             aux=aux,
         )
 
-    def train_step(state: TrainState, hp: HParams, data):
-        key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.step)
+    def step_key(state: TrainState, step):
+        return jax.random.fold_in(jax.random.wrap_key_data(state.key), step)
+
+    def train_step(state: TrainState, hp: HParams, data, key=None):
+        if key is None:  # no step_randomness: the step derives from its own key
+            key = step_key(state, state.step)
 
         def loss_fn(params):
             return recipe.loss(nnx.merge(graphdef, params), hp, state, key, data)
@@ -330,7 +341,12 @@ def make_train(
 
     def train(state: TrainState, hp: HParams, data):
         """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
-        return jax.lax.scan(lambda s, _: train_step(s, hp, data), state, None, length=eval_every)
+        if recipe.step_randomness is None:
+            step = lambda s, _: train_step(s, hp, data)
+            return jax.lax.scan(step, state, None, length=eval_every)
+        steps = state.step + jnp.arange(eval_every, dtype=state.step.dtype)
+        material = jax.vmap(lambda t: recipe.step_randomness(step_key(state, t)))(steps)
+        return jax.lax.scan(lambda s, m: train_step(s, hp, data, m), state, material)
 
     def evaluate(state: TrainState, hp: HParams, data):
         aux, metrics = recipe.evaluate(nnx.merge(graphdef, state.params), state, hp, data)

@@ -2,6 +2,7 @@
 
     python -m tools.check_identity --against=698c75d [--keep=/tmp/identity] [--only=NAME,...]
     python -m tools.check_identity --against=HEAD --only=models   # every model of MODELS
+    python -m tools.check_identity --against=HEAD --only=single_module   # every benchmark unit
 
 A refactor proves itself by giving the same per-seed results as the commit before it. This
 script checks out ``--against`` into a temporary git worktree, runs every case below there and
@@ -79,7 +80,32 @@ def _model_cases() -> dict:
     }
 
 
+def _single_module_cases() -> dict:
+    """``single_module_<unit>``: every unit of the single-module benchmark (× units on ×,
+    NAC₊/NAU on +; range 7, 4 seeds, 6,000 steps with the λ ramp over steps 1,000–2,000 so
+    the sparsity regulariser and iNALU's stall test run); ``--only=single_module`` selects
+    them all."""
+    from nalu_jax.tasks.single_module import MODELS_BY_OP
+
+    units = dict.fromkeys(MODELS_BY_OP["mul"] + MODELS_BY_OP["add"])
+    return {
+        f"single_module_{u}": (
+            [
+                f"--config=configs/single_module.py:op={'mul' if u in MODELS_BY_OP['mul'] else 'add'}"
+                f",model={u},seeds=4,steps=6000",
+                "--config.eval_size=1000",
+                "--config.task.threshold_samples=100000",
+                "--config.train.reg_start=1000",
+                "--config.train.reg_end=2000",
+            ],
+            ("seeds.csv", "metrics.jsonl"),
+        )
+        for u in units
+    }
+
+
 CASES.update(_model_cases())
+CASES.update(_single_module_cases())
 
 
 def run_case(tree: str, args: list[str], workdir: str, cache: str) -> None:
@@ -99,8 +125,11 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated case names (default: all)")
     opts = parser.parse_args()
     names = opts.only.split(",") if opts.only else list(CASES)
-    if "models" in names:
-        names = [n for n in names if n != "models"] + [n for n in CASES if n.startswith("model_")]
+    for group, start in (("models", "model_"), ("single_module", "single_module_")):
+        if group in names:
+            names = [n for n in names if n != group] + [
+                n for n in CASES if n.startswith(start) and n not in names
+            ]
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {sorted(CASES)}")

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from nalu_jax import rng as rng_lib
 from nalu_jax import sweep, train
 from nalu_jax import tasks as task_lib
 from nalu_jax.config import SWEEPABLE as ALL_SWEEPABLE
@@ -217,8 +218,13 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
             ),
         )
 
-    def loss(model, hp, state, key, data):
+    def step_randomness(key):
+        """The step's sampler material and noise key (derived once per step: ``Recipe``)."""
         data_key, noise_key = jax.random.split(key)
+        return rng_lib.derive(data_key, sampler), noise_key
+
+    def loss(model, hp, state, randomness, data):
+        data_key, noise_key = randomness
         rng = task.interpolation_range if hp.interpolation_range is None else hp.interpolation_range
         x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), rng, sampler=sampler)
         t = target_fn(x, task_lib.subset_masks(task, state.aux.offset))
@@ -287,6 +293,7 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
         eval_data=eval_data,
         init_aux=init_aux,
         after_update=stall_reinit if hist_len else None,
+        step_randomness=step_randomness,
     )
 
 

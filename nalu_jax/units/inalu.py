@@ -26,6 +26,7 @@ from nalu_jax.units._base import (
     ArithmeticUnit,
     TrainingNeeds,
     float_dtype,
+    product_over_inputs,
     sparsity_error,
     tabs,
     thin_matmul,
@@ -77,7 +78,7 @@ class INALU(ArithmeticUnit):
         log_m = thin_matmul(jnp.log(jnp.maximum(tabs(x), EPS)), w_m)
         m = jnp.exp(jnp.minimum(log_m, self.omega))
         w_abs = tabs(w_m)
-        s = jnp.prod(w_abs * jnp.sign(x)[..., :, None] + 1.0 - w_abs, axis=-2)
+        s = product_over_inputs(w_abs * jnp.sign(x)[..., :, None] + 1.0 - w_abs)
         g = jax.nn.sigmoid(self.g[...])
         return g * a + (1.0 - g) * m * s
 

@@ -34,6 +34,7 @@ from nalu_jax.units._base import (
     float_dtype,
     glorot_uniform,
     nau_radius,
+    product_over_inputs,
     tabs,
     thin_matmul,
     uniform,
@@ -103,8 +104,9 @@ class NAU(ArithmeticUnit):
 
 
 def nmu_product(x, w):
-    """∏_i (W_ij x_i + 1 − W_ij) for ``x`` ``[..., in]`` and ``w`` ``[in, out]``."""
-    return jnp.prod(x[..., :, None] * w + 1.0 - w, axis=-2)
+    """∏_i (W_ij x_i + 1 − W_ij) for ``x`` ``[..., in]`` and ``w`` ``[in, out]`` (the product's
+    gradient in closed form: ``_base.product_over_inputs``)."""
+    return product_over_inputs(x[..., :, None] * w + 1.0 - w)
 
 
 class NMU(ArithmeticUnit):

@@ -28,6 +28,7 @@ from nalu_jax.units._base import (
     ArithmeticUnit,
     clamp_param,
     nau_radius,
+    product_over_inputs,
     tabs,
     thin_matmul,
     uniform,
@@ -74,7 +75,7 @@ class NRU(ArithmeticUnit):
         w = self.weight()
         gate = jnp.tanh(1000.0 * w) ** 2 if (self.tanh_abs and training) else tabs(w)
         # (1 − gate) first: p·gate + 1 − gate left to right loses p < 6e-8 in float32.
-        return jnp.prod(_signed_power(x, w) * gate + (1.0 - gate), axis=-2)
+        return product_over_inputs(_signed_power(x, w) * gate + (1.0 - gate))
 
     def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         w = self.weight()
