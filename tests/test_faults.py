@@ -185,7 +185,8 @@ def test_truncated_latest_checkpoint_resumes_with_one_sentence_on_stderr(tmp_pat
     os.unlink(tmp_path / "seeds.csv")
     err = finish(tmp_path, devices=1, args=SMOKE).stderr
     kept = err.split(f"checkpoints-unusable/{step}-")[-1].split(",")[0]  # its time stamp
-    assert err.splitlines() == [
+    budget = "nalu_jax: warning: num_steps="  # the smoke budget ends before the λ ramp
+    assert [ln for ln in err.splitlines() if not ln.startswith(budget)] == [
         f"nalu_jax: checkpoint at step {step} in {tmp_path}/checkpoints is unusable: it cannot "
         f"be read (ValueError); moved to {tmp_path}/checkpoints-unusable/{step}-{kept}, "
         f"trying step {older}.",
