@@ -169,7 +169,11 @@ def thin_matmul(x, w):
     return _thin_matmul(x, w)
 
 
-SMALL_PRODUCT = 16  # products over at most this many inputs take the closed-form derivative
+# Products over at most this many inputs take the closed-form derivative. For two factors it is
+# bit for bit JAX's; for more, its pairing rounds differently (the NMRU's four factors moved
+# ≤ 4e-7 in 2,000 steps), so they keep JAX's rule until a distribution test shows the
+# per-seed outcomes unchanged.
+SMALL_PRODUCT = 2
 
 
 @jax.custom_jvp
@@ -189,7 +193,7 @@ def product_over_inputs(z):
 def _product_over_inputs_jvp(primals, tangents):
     (z,), (dz,) = primals, tangents
     n = z.shape[-2]
-    if n > SMALL_PRODUCT:  # many slices: JAX's own rule compiles to a smaller program
+    if n > SMALL_PRODUCT:  # JAX's own rule: the same bits as before (see SMALL_PRODUCT)
         return jax.jvp(lambda v: jnp.prod(v, axis=-2), (z,), (dz,))
     zs = [z[..., i, :] for i in range(n)]
     dzs = [dz[..., i, :] for i in range(n)]
