@@ -223,6 +223,8 @@ def budget_warnings(config, hparams) -> list[str]:
         return []
     steps, out = int(config.num_steps), []
     for hp in hparams:
+        if not all(hasattr(hp, k) for k in ("reg_scale", "reg_start", "reg_end")):
+            continue  # hyperparameters without a regulariser ramp (e.g. the grid world's A2C)
         scales = np.atleast_1d(np.asarray(hp.reg_scale, np.float64))
         starts = np.atleast_1d(np.asarray(hp.reg_start, np.float64))
         ends = np.atleast_1d(np.asarray(hp.reg_end, np.float64))
