@@ -46,7 +46,7 @@ def arithmetic_config(model: str, settings=()):
 
 def measure(seeds: int, steps: int, extra: list[str], model: str = "nmu") -> dict:
     """Train ``seeds`` seeds for ``steps`` steps in this process; the JSON record."""
-    from nalu_jax.hostenv import configure_host_devices
+    from nalu_jax.runtime.hostenv import configure_host_devices
 
     configure_host_devices()  # as nalu_jax.main does
     import jax
