@@ -323,7 +323,8 @@ def _csv_text(rows: list[dict], header: list[str]) -> str:
 
 def _merge_population(a_dir: str, b_dir: str, out_dir: str) -> dict:
     """Merge one population's ``seeds.csv`` + ``summary.json`` (arithmetic family)."""
-    from nalu_jax.reporting.report import atomic_write, dumps, summary_markdown
+    from nalu_jax.experiments.arithmetic_report import summary_markdown
+    from nalu_jax.reporting.report import atomic_write, dumps
 
     with open(os.path.join(a_dir, "seeds.csv"), newline="") as f:
         header = next(csv.reader(f))
