@@ -92,9 +92,9 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
     import jax.numpy as jnp
     from flax import nnx
 
-    from nalu_jax import train
+    from nalu_jax.engine import train
+    from nalu_jax.engine.loop import blocked
     from nalu_jax.experiments import arithmetic as exp
-    from nalu_jax.population import blocked
     from nalu_jax.tasks import arithmetic as task_lib
     from nalu_jax.tasks import eval_sets
     from nalu_jax.units import training_needs
@@ -179,7 +179,7 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
 
 
 def main() -> None:
-    from nalu_jax.hostenv import configure_host_devices
+    from nalu_jax.runtime.hostenv import configure_host_devices
 
     configure_host_devices()  # the engine's XLA:CPU flags (the profile uses one device)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

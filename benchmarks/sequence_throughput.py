@@ -4,10 +4,10 @@ benchmark, not a test).
     python -m benchmarks.sequence_throughput                    # every case, 10 seeds × B vs 1 × 10B
     python -m benchmarks.sequence_throughput --cases mnist8_product --cnn both --rounds 5
 
-For each case it times the experiment's own jitted training period (``make_trainer(config).train``:
+For each case it times the experiment's own jitted training period (``trainer_for(config).train``:
 ``--steps`` updates in a ``lax.scan``, Adam included, evaluation excluded) in one process on one
 JAX device (XLA's intra-op threads use every core), for ``--seeds`` seeds of batch B run as
-``population.blocked`` seed blocks (``--blocks``, default: the config's ``seed_block``; padded
+``loop.blocked`` seed blocks (``--blocks``, default: the config's ``seed_block``; padded
 to whole blocks as the population loop pads, the padding not counted), and for
 one seed of batch ``seeds·B``. Rounds interleave the two (and a float32 1024³ matmul) so that
 load from other processes hits them alike; each figure is the best round.
@@ -35,9 +35,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax import conv, population
-from nalu_jax import sequence_models as sm
 from nalu_jax.config import load_config
+from nalu_jax.engine import loop
+from nalu_jax.models import conv
+from nalu_jax.models import sequence as sm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -110,11 +111,11 @@ def per_token_flops(config) -> float:
 def make_run(experiment: str, config, seeds: int, block: int):
     """A jitted ``state → state`` over ``seeds`` seeds (one training period) and its state."""
     module = importlib.import_module(f"nalu_jax.experiments.{experiment}")
-    trainer = module.make_trainer(config)
+    trainer = module.trainer_for(config)
     # padded to whole blocks like the population loop (the padding is computed, not counted)
-    keys = jax.random.split(jax.random.key(0), population.padded_size(seeds, block))
+    keys = jax.random.split(jax.random.key(0), loop.padded_size(seeds, block))
     states = jax.jit(jax.vmap(trainer.init))(keys)
-    train = jax.jit(population.blocked(trainer.train, block, (0, None, None)))
+    train = jax.jit(loop.blocked(trainer.train, block, (0, None, None)))
     return lambda s: train(s, trainer.hparams, trainer.train_data)[0], states
 
 

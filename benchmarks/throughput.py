@@ -70,7 +70,7 @@ def measure(
     seeds: int, steps: int, extra: list[str], model: str = "nmu", task: str = "arithmetic"
 ) -> dict:
     """Train ``seeds`` seeds for ``steps`` steps in this process; the JSON record."""
-    from nalu_jax.hostenv import configure_host_devices
+    from nalu_jax.runtime.hostenv import configure_host_devices
 
     configure_host_devices()  # as nalu_jax.main does
     import jax

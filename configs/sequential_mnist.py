@@ -107,7 +107,7 @@ def get_config(arg=None):
     # hidden units read out by a linear layer (docs/reproductions/sequential-mnist.md, "Baselines with a readout");
     # any H at seed_block <= 5 (1 here): the run initialises seed_block seeds per call, which
     # avoids XLA:CPU's hang of one vmapped init over 6+ seeds at H >= 32
-    # (population.init_in_blocks, tools/repro_init_hang.py)
+    # (loop.init_in_blocks, tools/repro_init_hang.py)
     c.model.baseline_hidden = 0
     c.model.unit_options = ml_collections.ConfigDict()
 

@@ -23,8 +23,9 @@ import os
 import numpy as np
 from absl import flags
 
-from nalu_jax import cli, metrics, report
+from nalu_jax import cli
 from nalu_jax.cli import fail
+from nalu_jax.reporting import metrics, report
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Parent directory of the runs (one per model).")
 _MODELS = flags.DEFINE_list("models", None, "Model names (subdirectories of --workdir).")

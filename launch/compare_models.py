@@ -23,15 +23,16 @@ from __future__ import annotations
 import os
 import shutil
 
-from nalu_jax.hostenv import configure_host_devices
+from nalu_jax.runtime.hostenv import configure_host_devices
 
 configure_host_devices()
 
 from absl import flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from nalu_jax import cli, report  # noqa: E402
+from nalu_jax import cli  # noqa: E402
 from nalu_jax.cli import fail, loaded_config  # noqa: E402
+from nalu_jax.reporting import report  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with variant string.")
 _MODELS = flags.DEFINE_list("models", None, "Model names to compare, e.g. nmu,nac_mul,nalu.")
@@ -64,9 +65,9 @@ def main(argv) -> None:
     if not _MODELS.value or not _WORKDIR.value:
         fail("--models and --workdir are required, e.g. --models=nmu,nac_mul --workdir=runs/x.")
     logging.set_verbosity(logging.FATAL)  # as nalu_jax.main: orbax tracebacks become one sentence
+    from nalu_jax.engine.run import run
     from nalu_jax.experiments import experiment_of
     from nalu_jax.reproduce import results
-    from nalu_jax.run import run
 
     rows = []
     configs = cli.model_configs(base, _MODELS.value)  # every name checked before any training

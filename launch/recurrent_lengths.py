@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import os
 
-from nalu_jax.hostenv import configure_host_devices
+from nalu_jax.runtime.hostenv import configure_host_devices
 
 configure_host_devices()
 
 from absl import flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from nalu_jax import cli, metrics, report  # noqa: E402
+from nalu_jax import cli  # noqa: E402
 from nalu_jax.cli import fail, loaded_config  # noqa: E402
 from nalu_jax.config import ConfigError  # noqa: E402
-from nalu_jax.workdir import config_json  # noqa: E402
+from nalu_jax.reporting import metrics, report  # noqa: E402
+from nalu_jax.runtime.workdir import config_json  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with variant string.")
 _MODELS = flags.DEFINE_list("models", None, "Model names, e.g. nau,nac_add,lstm.")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from nalu_jax.hostenv import configure_host_devices
+from nalu_jax.runtime.hostenv import configure_host_devices
 
 configure_host_devices()
 

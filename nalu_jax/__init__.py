@@ -9,15 +9,21 @@ What a user importing the library reaches for first::
   (docs/own_unit.md);
 * models (``nalu_jax.models``): ``build_model`` / ``model_factory`` (the model table
   ``MODELS``), ``RecurrentNetwork``;
-* the training core (``nalu_jax.train``): ``make_train(recipe, config, hparams)`` → pure
+* the training core (``nalu_jax.engine.train``): ``make_train(recipe, config, hparams)`` → pure
   per-seed ``init`` / ``train`` / ``evaluate``;
-* the run loop (``nalu_jax.run``): ``run(experiment, config, workdir)`` for any experiment of
+* the run loop (``nalu_jax.engine.run``): ``run(experiment, config, workdir)`` for any experiment of
   ``nalu_jax.experiments.EXPERIMENTS``.
 """
 
-from nalu_jax.models import MODELS, ArithmeticNetwork, RecurrentNetwork, build_model, model_factory
-from nalu_jax.run import run
-from nalu_jax.train import Recipe, make_train, seed_keys
+from nalu_jax.engine.run import run
+from nalu_jax.engine.train import Recipe, make_train, seed_keys
+from nalu_jax.models.arithmetic import (
+    MODELS,
+    ArithmeticNetwork,
+    RecurrentNetwork,
+    build_model,
+    model_factory,
+)
 from nalu_jax.units import *  # noqa: F403
 from nalu_jax.units import UNITS, make_unit
 from nalu_jax.units import __all__ as _units_all

@@ -30,7 +30,7 @@ def fail(message: str, status: int = 2) -> None:
 def reported_errors():
     """What a run can meet, as one sentence and the conventional status: a bad config value
     (2), SIGINT/SIGTERM after saving (130/143), a failed write such as a full disk (1)."""
-    from nalu_jax.run import Interrupted
+    from nalu_jax.engine.run import Interrupted
 
     try:
         yield

@@ -119,7 +119,7 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.num_steps = num_steps
     c.seed_block = seed_block
     c.precision = 32  # 32, or 64: jax_enable_x64 (float64 model, loss, optimiser; see README)
-    c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.events)
+    c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.reporting.events)
     # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all
     # listed ones). Every name of SWEEPABLE has a slot; each experiment accepts its own subset.
     c.sweep = ml_collections.ConfigDict()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from nalu_jax.hostenv import configure_host_devices
+from nalu_jax.runtime.hostenv import configure_host_devices
 
 configure_host_devices()  # before JAX starts: one CPU device per core (seeds are sharded)
 
@@ -50,9 +50,9 @@ def main(argv) -> None:
     # orbax logs every save at INFO and a failed background write as a traceback at ERROR;
     # nalu_jax reports what matters in one sentence (cli.reported_errors)
     logging.set_verbosity(logging.FATAL)
-    from nalu_jax import distributed
     from nalu_jax.experiments import experiment_of, train_and_evaluate
     from nalu_jax.reproduce import results
+    from nalu_jax.runtime import distributed
 
     if _RESULTS.value and results.status(_RESULTS.value, config)[0] == "done":
         print(f"{_RESULTS.value} already holds this config's results; nothing to run.")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from nalu_jax import metrics
+from nalu_jax.reporting import metrics
 
 
 def test_best_of_keeps_the_lowest_validation_mse_per_run():

@@ -7,7 +7,7 @@ import sys
 
 from conftest import ROOT
 
-from nalu_jax import report
+from nalu_jax.reporting import report
 
 TINY = [
     "--config.num_steps=20",
@@ -122,7 +122,7 @@ def test_split_table_by_hand():
 
 
 def test_success_series_gives_rates_and_wilson_bounds_or_none():
-    from nalu_jax.report import success_series
+    from nalu_jax.reporting.report import success_series
 
     groups = [
         {"success_rate": 0.5, "success_interval": [0.2, 0.8]},

@@ -1,4 +1,4 @@
-"""nalu_jax.conv: the matmul convolution and max-pool equal lax's, value and gradient."""
+"""nalu_jax.models.conv: the matmul convolution and max-pool equal lax's, value and gradient."""
 
 import jax
 import jax.numpy as jnp
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from nalu_jax import conv
-from nalu_jax.sequence_models import DigitCNN
+from nalu_jax.models import conv
+from nalu_jax.models.sequence import DigitCNN
 
 
 def lax_conv(x, kernel, bias, padding):

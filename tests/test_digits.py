@@ -15,7 +15,7 @@ from flax import nnx
 from nalu_jax.config import ConfigError
 from nalu_jax.experiments import train_and_evaluate
 from nalu_jax.experiments.sequential_mnist import thresholds_from
-from nalu_jax.sequence_models import SequentialDigitsModel
+from nalu_jax.models.sequence import SequentialDigitsModel
 from nalu_jax.tasks import digits
 
 
@@ -226,12 +226,12 @@ def test_protocol_variants_size_the_run():
 
 def test_identity_recurrent_init_reaches_the_count_cell():
     # the counting model's NAU cell: 10 CNN outputs + 10 states → 10 states
-    from nalu_jax.experiments.sequential_mnist import make_trainer
+    from nalu_jax.experiments.sequential_mnist import trainer_for
 
     config = tiny(load_config("sequential_mnist", "task=count,model=nau,smoke"))
     for init in ("random", "identity"):
         config.model.recurrent_init = init
-        trainer = make_trainer(config)
+        trainer = trainer_for(config)
         model = trainer.factory(nnx.Rngs(0))
         w = np.asarray(model.cell.unit.w[...])
         assert w.shape == (20, 10)

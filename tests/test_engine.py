@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from conftest import load_config, tiny
 
-from nalu_jax import checkpoint as checkpoint_lib
 from nalu_jax.config import ConfigError
 from nalu_jax.experiments import train_and_evaluate
+from nalu_jax.runtime import checkpoint as checkpoint_lib
 
 
 def read_csv(workdir):

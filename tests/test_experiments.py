@@ -5,8 +5,9 @@ import dataclasses
 import pytest
 from conftest import load_config
 
-from nalu_jax import sweep
 from nalu_jax.config import ConfigError
+from nalu_jax.engine import sweep
+from nalu_jax.engine.run import run
 from nalu_jax.experiments import (
     DEFAULT_EXPERIMENT,
     EXPERIMENTS,
@@ -15,7 +16,6 @@ from nalu_jax.experiments import (
     sequential_mnist,
 )
 from nalu_jax.experiments.contract import one_program, unchanged
-from nalu_jax.run import run
 
 
 def test_registry_holds_one_experiment_per_name():

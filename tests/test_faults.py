@@ -3,7 +3,6 @@ writes, a second process on the workdir, impossible seed counts, broken config f
 
 import asyncio
 import glob
-import importlib
 import json
 import os
 import signal
@@ -17,9 +16,9 @@ import numpy as np
 import pytest
 from conftest import load_config
 
-from nalu_jax import report
 from nalu_jax.config import ConfigError
 from nalu_jax.experiments import train_and_evaluate
+from nalu_jax.reporting import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A run long enough to be interrupted: 4 seeds, 8,000 steps, evaluation every 250 steps and a
@@ -197,7 +196,7 @@ def test_truncated_latest_checkpoint_resumes_with_one_sentence_on_stderr(tmp_pat
 
 def test_a_closed_restore_loop_first_waits_for_its_pending_reads():
     """A read that finishes in another thread after a sibling failed ends inside the loop."""
-    from nalu_jax.checkpoint import _draining_event_loops
+    from nalu_jax.runtime.checkpoint import _draining_event_loops
 
     with _draining_event_loops():
         loop = asyncio.new_event_loop()
@@ -249,6 +248,7 @@ def test_resumed_finished_run_reports_the_whole_runs_timing(tmp_path):
 
 def test_a_failed_write_is_one_sentence_and_loses_nothing(tmp_path, monkeypatch, capsys):
     from nalu_jax import cli
+    from nalu_jax.engine import run as run_lib
 
     config = smoke(tmp_path)
 
@@ -256,7 +256,7 @@ def test_a_failed_write_is_one_sentence_and_loses_nothing(tmp_path, monkeypatch,
         raise OSError(28, "No space left on device", path)
 
     monkeypatch.setattr(report, "atomic_write", full)
-    monkeypatch.setattr(sys.modules["nalu_jax.run"], "atomic_write", full)
+    monkeypatch.setattr(run_lib, "atomic_write", full)
     with pytest.raises(SystemExit) as exit_info:
         with cli.reported_errors():
             train_and_evaluate(config, str(tmp_path), progress=False)
@@ -272,7 +272,7 @@ def test_a_failed_write_is_one_sentence_and_loses_nothing(tmp_path, monkeypatch,
 
 def test_a_second_live_process_is_refused_and_a_dead_ones_lock_is_taken(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from nalu_jax.workdir import lock; "
+        [sys.executable, "-c", "import sys, time; from nalu_jax.runtime.workdir import lock; "
          f"lock({str(tmp_path)!r}); print('locked', flush=True); time.sleep(60)"],
         env=env(1), stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -307,9 +307,8 @@ class FakeDevice:
 
 
 def test_memory_check_uses_the_devices_memory_off_the_cpu(tmp_path, monkeypatch):
-    from nalu_jax import sweep
-
-    run_lib = importlib.import_module("nalu_jax.run")  # the module (the package exports run())
+    from nalu_jax.engine import run as run_lib
+    from nalu_jax.engine import sweep
     from nalu_jax.experiments import EXPERIMENTS
 
     config = smoke(tmp_path, num_seeds=40)

@@ -117,7 +117,7 @@ def test_config_errors(tmp_path, field, value, match):
 
 
 def test_lr_is_sweepable_one_program_per_agent():
-    from nalu_jax import sweep
+    from nalu_jax.engine import sweep
     from nalu_jax.experiments import gridworld
 
     config = load_config("gridworld", "smoke")

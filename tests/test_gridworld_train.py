@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import load_config
 
+from nalu_jax.engine.train import seed_keys
 from nalu_jax.envs import GridWorld
 from nalu_jax.experiments import gridworld, train_and_evaluate
 from nalu_jax.rl.a2c import random_policy_success
-from nalu_jax.train import seed_keys
 
 
 @pytest.mark.slow
@@ -20,7 +20,7 @@ def test_a2c_beats_random_policy_on_training_range():
     config = load_config("gridworld", "agent=lstm")  # 32 hidden, lr 5e-3, 32 episodes/update
     config.num_steps = config.eval_every = 1500
     config.env.test_times, config.env.eval_episodes = tuple(range(5, 13)), 25
-    trainer = gridworld.make_trainer(config, "lstm")
+    trainer = gridworld.trainer_for(config, "lstm")
     data, hp = trainer.eval_data, trainer.hparams
     random = float(np.mean(random_policy_success(GridWorld(5), data, 12, jax.random.key(1))))
     state = jax.jit(trainer.init)(seed_keys(0, [0])[0])

@@ -1,10 +1,10 @@
-"""XLA:CPU flags set before JAX starts (``nalu_jax.hostenv``)."""
+"""XLA:CPU flags set before JAX starts (``nalu_jax.runtime.hostenv``)."""
 
 import os
 
 import pytest
 
-from nalu_jax import hostenv
+from nalu_jax.runtime import hostenv
 
 
 @pytest.fixture

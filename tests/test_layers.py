@@ -58,20 +58,56 @@ def test_finds_a_planted_cycle():
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
 
 
-def upper(dep: str) -> bool:
-    """The core, the config layer, the experiments and the entry points."""
-    return dep.startswith(("nalu_jax.experiments", "nalu_jax.main")) or dep in (
-        "nalu_jax.config", "nalu_jax.train", "nalu_jax.run", "nalu_jax.report",
-        "nalu_jax.sweep", "nalu_jax.cli", "nalu_jax",
-    )  # fmt: skip
+#: The package's layers, lowest first: a module may import its own layer and the ones below,
+#: never one above. Keys are subpackages or flat modules of ``nalu_jax`` ("" is the package
+#: itself, whose ``__init__`` gathers the public names).
+LAYERS = (
+    {"config", "rng"},  # leaves: the config layer, the hash sampler
+    {"units", "tasks", "envs"},  # units, data generators, environments
+    {"models", "rl"},  # networks built from units; agents and A2C
+    {"reporting"},  # writers, statistics, plots, TensorBoard
+    {"runtime"},  # checkpoints, workdirs, multi-host, host set-up
+    {"engine"},  # training core, the loop over seed blocks, run(), sweeps
+    {"experiments"},  # one module per experiment on the engine
+    {"reproduce", "cli"},  # published tables; the command line's errors and flags
+    {"main", ""},  # the entry point; the package's public names
+)
 
 
-def test_units_tasks_models_import_nothing_above_them():
-    graph = module_imports()
-    low = [m for m in graph if m.startswith(("nalu_jax.units", "nalu_jax.tasks"))]
-    low += ["nalu_jax.models", "nalu_jax.sequence_models"]
-    bad = {m: sorted(d for d in graph[m] if upper(d)) for m in low}
-    assert {m: d for m, d in bad.items() if d} == {}
+def layer_of(module: str) -> int:
+    part = module.split(".")[1] if "." in module else ""
+    ranks = [i for i, names in enumerate(LAYERS) if part in names]
+    assert ranks, f"{module}: add its subpackage to LAYERS in tests/test_layers.py"
+    return ranks[0]
+
+
+def upward_imports(graph) -> dict:
+    """``{module: [imports from a higher layer]}`` for every module that has any."""
+    bad = {m: sorted(d for d in deps if layer_of(d) > layer_of(m)) for m, deps in graph.items()}
+    return {m: d for m, d in bad.items() if d}
+
+
+def test_nothing_imports_a_higher_layer():
+    assert upward_imports(module_imports()) == {}
+
+
+def test_finds_a_planted_upward_import():
+    graph = {
+        "nalu_jax.units.nac": {"nalu_jax.engine.train"},
+        "nalu_jax.engine.loop": {"nalu_jax.runtime.checkpoint", "nalu_jax.units"},
+        "nalu_jax.runtime.checkpoint": {"nalu_jax.engine.loop"},
+    }
+    assert upward_imports(graph) == {
+        "nalu_jax.units.nac": ["nalu_jax.engine.train"],
+        "nalu_jax.runtime.checkpoint": ["nalu_jax.engine.loop"],
+    }
+
+
+def test_few_modules_left_flat():
+    """Everything but the entry points, the config layer and the sampler lives in a
+    subpackage named after what it holds."""
+    flat = sorted(f for f in os.listdir(ROOT) if f.endswith(".py"))
+    assert flat == ["__init__.py", "cli.py", "config.py", "main.py", "rng.py"]
 
 
 def test_config_layer_is_a_leaf():

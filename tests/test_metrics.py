@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from nalu_jax.metrics import (
+from nalu_jax.reporting.metrics import (
     betainc,
     judge_seeds,
     mean_interval,

@@ -19,11 +19,11 @@ from flax import nnx
 
 from nalu_jax import MODELS, UNITS, build_model, make_unit, register_unit
 from nalu_jax.config import ConfigError
+from nalu_jax.engine.run import run
+from nalu_jax.engine.train import HParams, budget_warnings
 from nalu_jax.experiments import EXPERIMENTS
 from nalu_jax.experiments import arithmetic as arith
 from nalu_jax.reproduce import specs, tables
-from nalu_jax.run import run
-from nalu_jax.train import HParams, budget_warnings
 from nalu_jax.units import NAU
 
 UNIT_SOURCE = textwrap.dedent(

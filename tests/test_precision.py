@@ -6,9 +6,9 @@ import pytest
 from conftest import load_config, tiny
 
 from nalu_jax.config import ConfigError, apply_precision
-from nalu_jax.experiments.arithmetic import make_trainer as make_train
+from nalu_jax.engine.train import seed_keys
+from nalu_jax.experiments.arithmetic import trainer_for
 from nalu_jax.experiments.arithmetic import validate as validate_run
-from nalu_jax.train import seed_keys
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def test_precision_64_trains_float64_params(restore_x64, model):
     config.precision = 64
     validate_run(config)
     apply_precision(config)
-    trainer = make_train(config)
+    trainer = trainer_for(config)
     states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
     train = jax.jit(jax.vmap(trainer.train, in_axes=(0, None, None)))
     states, metrics = train(states, trainer.hparams, trainer.train_data)
@@ -38,7 +38,7 @@ def test_precision_32_is_the_default_and_float32(restore_x64):
     config = tiny(load_config("single_module", "op=mul,model=nmu"), steps=20, eval_every=10)
     assert config.precision == 32
     apply_precision(config)
-    trainer = make_train(config)
+    trainer = trainer_for(config)
     states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
     assert all(leaf.dtype == np.float32 for leaf in jax.tree.leaves(states.params))
 

@@ -12,10 +12,10 @@ from conftest import load_config
 from flax import nnx
 
 from nalu_jax.config import ConfigError
+from nalu_jax.engine.train import seed_keys
 from nalu_jax.experiments import recurrent, train_and_evaluate
 from nalu_jax.experiments.arithmetic import build_task
 from nalu_jax.tasks import ArithmeticTask, subset_masks, success_threshold
-from nalu_jax.train import seed_keys
 
 
 def test_target_is_the_op_on_time_summed_subsets():
@@ -31,7 +31,7 @@ def test_target_is_the_op_on_time_summed_subsets():
 
 def test_training_batches_are_sequences_with_their_targets():
     config = load_config("recurrent", "smoke")
-    trainer = recurrent.make_trainer(config)
+    trainer = recurrent.trainer_for(config)
     assert trainer.eval_data["valid"].shape == (100, 10, 10)
     assert trainer.eval_data["test"].shape == (100, config.task.test_length, 10)
     assert float(trainer.eval_data["test"].min()) >= 2.0  # extrapolation range U[2, 6)
@@ -66,7 +66,7 @@ def test_smoke_config_runs_through_the_engine(tmp_path):
 @pytest.mark.parametrize("model", ["lstm", "nac_mul"])
 def test_baseline_and_log_space_cells_build(model):
     config = load_config("recurrent", f"model={model},op=mul,smoke")
-    trainer = recurrent.make_trainer(config)
+    trainer = recurrent.trainer_for(config)
     state = trainer.init(seed_keys(0, [0])[0])
     y = nnx.merge(trainer.graphdef, state.params)(trainer.eval_data["valid"])
     assert y.shape == (100, 1) and bool(jnp.all(jnp.isfinite(y)))
@@ -88,7 +88,7 @@ def test_bad_config_values_are_config_errors(field, value, match):
     config[section][name] = value
     with pytest.raises(ConfigError, match=match):
         recurrent.validate(config)
-        recurrent.make_trainer(config)
+        recurrent.trainer_for(config)
 
 
 def test_nau_cell_learns_the_sum_and_extrapolates_to_length_1000(tmp_path):
@@ -147,12 +147,12 @@ def test_reproduce_protocol_smoke_runs_with_the_lr_decay(tmp_path):
 
 
 def test_readout_regularisers_count_from_readout_reg_from():
-    from nalu_jax.models import REG_KEYS
+    from nalu_jax.models.arithmetic import REG_KEYS
     from nalu_jax.units.recurrent import final_output
 
     config = load_config("recurrent", "smoke")
     config.model.readout_reg_from = 100
-    trainer = recurrent.make_trainer(config)
+    trainer = recurrent.trainer_for(config)
     model = nnx.merge(trainer.graphdef, trainer.init(seed_keys(0, [0])[0]).params)
     assert model.readout_reg_from == 100
     xs = trainer.eval_data["valid"][:16]
@@ -167,4 +167,4 @@ def test_readout_regularisers_count_from_readout_reg_from():
             np.testing.assert_allclose(regs[k], want, rtol=1e-6, atol=1e-9, err_msg=f"{k} {step}")
     config.model.readout_reg_from = -1
     with pytest.raises(ConfigError, match="model.readout_reg_from must be a step >= 0"):
-        recurrent.make_trainer(config)
+        recurrent.trainer_for(config)

@@ -36,7 +36,7 @@ def _cell(root, path, summary, config=None, batches=None):
 
 
 def _arith_summary(solved, n, steps, solved_at=(1.6e4, 1.5e4, 1.7e4), sparsity=(3e-5, 2e-5, 4e-5)):
-    from nalu_jax import metrics
+    from nalu_jax.reporting import metrics
 
     return {
         "num_seeds": n, "num_steps": steps, "solved": solved, "success_rate": solved / n,

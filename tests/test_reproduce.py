@@ -7,8 +7,8 @@ from conftest import load_config
 from flax import nnx
 
 from nalu_jax.config import ConfigError
-from nalu_jax.metrics import wilson_interval
 from nalu_jax.models import MODELS
+from nalu_jax.reporting.metrics import wilson_interval
 from nalu_jax.reproduce import cell_config, specs, tables
 from nalu_jax.reproduce.cells import SMOKE, configs, estimate_s
 from nalu_jax.units import UNITS

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from conftest import load_config, tiny
 
-from nalu_jax.experiments.arithmetic import make_trainer as make_train
-from nalu_jax.population import blocked, init_in_blocks
-from nalu_jax.train import HParams, npu_beta, reg_schedule, seed_keys
+from nalu_jax.engine.loop import blocked, init_in_blocks
+from nalu_jax.engine.train import HParams, npu_beta, reg_schedule, seed_keys
+from nalu_jax.experiments.arithmetic import trainer_for
 
 
 def hp(**kw):
@@ -50,7 +50,7 @@ def test_npu_beta_schedule(start, end, step, expected):
 
 def one_step(config, w0):
     """One update of a single NAU from ``w0``; the new weights (2 seeds, both from ``w0``)."""
-    trainer = make_train(config)
+    trainer = trainer_for(config)
     states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
     w = jnp.broadcast_to(jnp.asarray(w0, jnp.float32), (2, 2, 1))
     states.params["layers"][0]["w"][...] = w
@@ -85,7 +85,7 @@ def test_inalu_reinitialises_stalled_seeds_per_seed():
     config = tiny(load_config("single_module", "op=mul,model=inalu,range=9"), seeds=2)
     config.train.lr = 1e-7
     config.eval_every = 500
-    trainer = make_train(config)
+    trainer = trainer_for(config)
     states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
     before = np.asarray(states.params["layers"][0]["w_hat_a"][...])
     train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
@@ -102,7 +102,7 @@ def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
     import ml_collections
 
     from nalu_jax.config import ConfigError, base_config
-    from nalu_jax.train import lr_decay
+    from nalu_jax.engine.train import lr_decay
 
     config = base_config()
     assert lr_decay(config) is None  # the update is then exactly p − lr·d, as before
@@ -121,7 +121,7 @@ def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
 
 
 def test_empty_history_and_checkpoint_tree_are_the_layout_checkpoints_store():
-    from nalu_jax.population import checkpoint_tree, empty_history
+    from nalu_jax.engine.loop import checkpoint_tree, empty_history
 
     shapes = {"valid_mse": jax.ShapeDtypeStruct((3,), jnp.float32),
               "per_layer": jax.ShapeDtypeStruct((3, 2), jnp.float32)}  # fmt: skip
@@ -140,7 +140,7 @@ def test_empty_history_and_checkpoint_tree_are_the_layout_checkpoints_store():
 def test_init_in_blocks_is_one_vmap_over_every_seed(block):
     # The run loop initialises seed_block seeds per call (a vmap over every seed at once hung
     # XLA:CPU for a sequential-MNIST LSTM with a 32-unit readout): the bits must not move.
-    trainer = make_train(tiny(load_config("arithmetic", "model=nalu,op=mul"), seeds=6))
+    trainer = trainer_for(tiny(load_config("arithmetic", "model=nalu,op=mul"), seeds=6))
     keys = seed_keys(0, np.arange(6))
     whole = jax.jit(jax.vmap(trainer.init))(keys)
     parts = init_in_blocks(trainer.init, keys, block)

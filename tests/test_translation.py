@@ -11,7 +11,7 @@ from flax import nnx
 
 from nalu_jax.config import ConfigError
 from nalu_jax.experiments import number_translation, train_and_evaluate
-from nalu_jax.sequence_models import NumberTranslationModel
+from nalu_jax.models.sequence import NumberTranslationModel
 from nalu_jax.tasks import translation as tr
 
 

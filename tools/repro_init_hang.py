@@ -6,9 +6,9 @@ Found on 2026-11-22 (jax/jaxlib 0.10.2, a 2-core AMD EPYC): ``jax.jit(jax.vmap(i
 of ``configs/sequential_mnist.py:task=sum,model=lstm`` with ``model.baseline_hidden`` = H
 returns from dispatch and then waits forever (every XLA thread idle in the thread pool) for
 H >= 32 at 6 or more seeds; H <= 24, or 4 seeds, finish in ~2 s. Also without
-``nalu_jax.hostenv`` (one device). Each case runs in a child process with a timeout, so this
+``nalu_jax.runtime.hostenv`` (one device). Each case runs in a child process with a timeout, so this
 script itself always ends; it prints "finishes" or "HANGS" per case. Re-run after a jaxlib
-upgrade. The run loop does not hit it: ``population.init_in_blocks`` initialises
+upgrade. The run loop does not hit it: ``loop.init_in_blocks`` initialises
 ``seed_block`` seeds per call (1 for sequential MNIST), the same bits as one vmap.
 """
 
@@ -21,16 +21,16 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = """
-from nalu_jax.hostenv import configure_host_devices
+from nalu_jax.runtime.hostenv import configure_host_devices
 configure_host_devices()
 import jax
 import numpy as np
-from nalu_jax import train
+from nalu_jax.engine import train
 from nalu_jax.config import load_config
 from nalu_jax.experiments import sequential_mnist as sm
 c = load_config("sequential_mnist", "task=sum,model=lstm")
 c.model.baseline_hidden = {hidden}
-trainer = sm.make_trainer(c)
+trainer = sm.trainer_for(c)
 states = jax.jit(jax.vmap(trainer.init))(train.seed_keys(0, np.arange({seeds})))
 jax.block_until_ready(states)
 print("finished")

@@ -1,12 +1,13 @@
 """The experiments: each module supplies only what differs (data, model, loss, evaluation,
-judgement, its table) to the one training core (``nalu_jax.train``) and run loop
-(``nalu_jax.run``), as one ``Experiment`` record (``nalu_jax.experiments.contract``: the
+judgement, its table) to the one training core (``nalu_jax.engine.train``) and run loop
+(``nalu_jax.engine.run``), as one ``Experiment`` record (``nalu_jax.experiments.contract``: the
 hooks, required and optional, and when the run loop calls them).
 """
 
 from __future__ import annotations
 
 from nalu_jax.config import ConfigError
+from nalu_jax.engine.run import run
 from nalu_jax.experiments import (
     arithmetic,
     gridworld,
@@ -16,7 +17,6 @@ from nalu_jax.experiments import (
     sequential_mnist,
 )
 from nalu_jax.experiments.contract import Experiment
-from nalu_jax.run import run
 
 #: the experiment of a config that names none
 DEFAULT_EXPERIMENT = "arithmetic"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import jax
 
-from nalu_jax import report, train
 from nalu_jax.config import ConfigError
-from nalu_jax.models import MODELS
-from nalu_jax.run import Population
+from nalu_jax.engine import train
+from nalu_jax.engine.run import Population
+from nalu_jax.models.arithmetic import MODELS
+from nalu_jax.reporting import report
 from nalu_jax.units import UNITS, training_needs
 
 #: traced hyperparameters the sequence experiments can sweep in one program
@@ -58,7 +59,7 @@ def batch_loss(model_loss):
     return loss
 
 
-def make_trainer(config, factory, model_loss, eval_metrics, *, train_data, eval_data,
+def trainer_for(config, factory, model_loss, eval_metrics, *, train_data, eval_data,
                  unit=None) -> train.Trainer:  # fmt: skip
     """A sequence experiment's ``Trainer``: ``batch_loss(model_loss)``, its evaluation, the
     hyperparameters of ``config`` (λ̂ by ``config.model.name``) and the needs of ``unit``

@@ -22,14 +22,14 @@ import jax.numpy as jnp
 from flax import struct
 
 from nalu_jax import rng as rng_lib
-from nalu_jax import sweep, train
 from nalu_jax import tasks as task_lib
 from nalu_jax.config import SWEEPABLE as ALL_SWEEPABLE
 from nalu_jax.config import ConfigError, as_tuples, prefix, validate_common
+from nalu_jax.engine import sweep, train
+from nalu_jax.engine.run import Outcome, Population
 from nalu_jax.experiments import arithmetic_report as report
 from nalu_jax.experiments.contract import Experiment
-from nalu_jax.models import MODELS, model_factory, resolve_layers
-from nalu_jax.run import Outcome, Population
+from nalu_jax.models.arithmetic import MODELS, model_factory, resolve_layers
 from nalu_jax.tasks import eval_sets
 from nalu_jax.tasks import single_module as sm
 from nalu_jax.tasks.thresholds import success_threshold
@@ -301,7 +301,7 @@ def _or(value, default):
     return default if value is None else value
 
 
-def make_trainer(config, task=None) -> train.Trainer:
+def trainer_for(config, task=None) -> train.Trainer:
     """The per-seed ``Trainer`` of an arithmetic or single-module config."""
     task = task or build_task(config)
     factory, names = build_model_factory(config, task)
@@ -328,7 +328,7 @@ def threshold_settings(config) -> dict:
     )
 
 
-def population(config, settings, make=make_trainer, threshold=None) -> Population:
+def population(config, settings, make=trainer_for, threshold=None) -> Population:
     """One program for every setting: per-setting hparams (with traced ranges when a range is
     swept) and thresholds; ``make(config, task)`` builds a setting's trainer, ``threshold``
     ``(config, task) -> float`` its threshold (default: the static task's, simulated)."""

@@ -1,7 +1,7 @@
 """The arithmetic family's writers (static, single-module and recurrent tasks): per run
 ``metrics.jsonl`` (one line per evaluation), ``seeds.csv`` (one row per seed), ``summary.json``
-/ ``summary.md`` and ``curves.png`` (figures: ``nalu_jax.plots``); per sweep, the table of
-settings. The generic pieces (atomic files, JSON, CSV, Markdown) are ``nalu_jax.report``'s.
+/ ``summary.md`` and ``curves.png`` (figures: ``nalu_jax.reporting.plots``); per sweep, the table of
+settings. The generic pieces (atomic files, JSON, CSV, Markdown) are ``nalu_jax.reporting.report``'s.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import os
 
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import plots
-from nalu_jax.report import atomic_write, dumps, fmt, timing
+from nalu_jax.reporting import metrics as metrics_lib
+from nalu_jax.reporting import plots
+from nalu_jax.reporting.report import atomic_write, dumps, fmt, timing
 
 SEED_COLUMNS = (
     "seed",

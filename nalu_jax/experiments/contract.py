@@ -1,4 +1,4 @@
-"""What an experiment is: the ``Experiment`` record the run loop (``nalu_jax.run.run``) calls.
+"""What an experiment is: the ``Experiment`` record the run loop (``nalu_jax.engine.run.run``) calls.
 
 Each experiment module ends with one ``EXPERIMENT = Experiment(...)`` naming its functions;
 ``nalu_jax.experiments.EXPERIMENTS`` maps ``config.experiment`` to it. The run loop calls the
@@ -7,7 +7,7 @@ nothing):
 
 1. ``validate(config)``: every field a user may get wrong, as one ``ConfigError`` sentence;
 2. ``programs(config)``: ``[(label, config)]``, one compiled program each (default: one,
-   labelled ``""``; e.g. one per activation or agent, ``nalu_jax.run.programs_over``);
+   labelled ``""``; e.g. one per activation or agent, ``nalu_jax.engine.run.programs_over``);
 3. ``population(config, settings) -> Population``: per program, the trainer every run shares,
    and per sweep setting (``sweepable`` lists what may be swept) its ``HParams`` and judging
    facts (``contexts``);
@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from nalu_jax.run import Outcome, Population
+from nalu_jax.engine.run import Outcome, Population
 
 Config = Any  # an ml_collections.ConfigDict
 

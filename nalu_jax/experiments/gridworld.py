@@ -1,9 +1,9 @@
 """Grid-world time tracking (Trask et al. 2018, §4.5): many A2C agents at once, judged per T.
 
-An experiment of the shared run loop (``nalu_jax.run``): one program per agent in
+An experiment of the shared run loop (``nalu_jax.engine.run``): one program per agent in
 ``config.model.agents`` ("lstm": the plain LSTM agent; "memory": the LSTM with a
 ``config.model.unit`` memory, NAC₊ by default), each trained by the one training core
-(``nalu_jax.train.make_train``) with an on-policy A2C loss (``nalu_jax.rl.a2c``): every update
+(``nalu_jax.engine.train.make_train``) with an on-policy A2C loss (``nalu_jax.rl.a2c``): every update
 rolls out ``train.batch_size`` fresh episodes inside the loss and takes one Adam step
 (gradients clipped by global norm). Seed blocks, every local device, checkpoints in
 ``<workdir>/checkpoints/<agent>``, resume, progress bar, TensorBoard events; ``lr`` is
@@ -23,15 +23,15 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from nalu_jax import train
 from nalu_jax.config import ConfigError, choice, positive_int, validate_common
+from nalu_jax.engine import train
+from nalu_jax.engine.run import Outcome, Population, programs_over
 from nalu_jax.envs.gridworld import EnvParams, GridWorld
 from nalu_jax.experiments import gridworld_report as report
 from nalu_jax.experiments.contract import Experiment
 from nalu_jax.rl import a2c
 from nalu_jax.rl.a2c import A2CHParams, evaluation_episodes, random_policy_success
 from nalu_jax.rl.agents import AGENTS, make_agent
-from nalu_jax.run import Outcome, Population, programs_over
 from nalu_jax.units import UNITS
 
 SWEEPABLE = ("lr",)
@@ -103,7 +103,7 @@ def eval_data(config, env: GridWorld) -> dict:
     return evaluation_episodes(env, list(e.test_times), int(e.eval_episodes), int(e.grace))
 
 
-def make_trainer(config, agent: str) -> train.Trainer:
+def trainer_for(config, agent: str) -> train.Trainer:
     """The per-seed ``Trainer`` of ``agent`` under ``config`` (shapes from the config): the
     one core's ``make_train`` with the A2C loss, greedy evaluation and A2C's optimiser."""
     e, m = config.env, config.model
@@ -139,7 +139,7 @@ def make_trainer(config, agent: str) -> train.Trainer:
 
 def population(config, settings) -> Population:
     """The program of ``config.model.agent``; per sweep setting its ``A2CHParams``."""
-    trainer = make_trainer(config, config.model.agent)
+    trainer = trainer_for(config, config.model.agent)
     return Population(
         trainer, [hparams_from_config(s.config) for s in settings], [{} for _ in settings]
     )

@@ -14,9 +14,9 @@ import io
 
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import plots, report
-from nalu_jax.report import csv_text, fmt
+from nalu_jax.reporting import metrics as metrics_lib
+from nalu_jax.reporting import plots, report
+from nalu_jax.reporting.report import csv_text, fmt
 
 
 def judge(success, diverged, episodes: int, master_rate: float) -> list[dict]:
@@ -43,7 +43,7 @@ def judge(success, diverged, episodes: int, master_rate: float) -> list[dict]:
 
 
 def agent_summary(config, agent, label, result: dict) -> dict:
-    """One agent's summary from its merged run results (``nalu_jax.run.Outcome.results``)."""
+    """One agent's summary from its merged run results (``nalu_jax.engine.run.Outcome.results``)."""
     history, times = result["history"], list(config.env.test_times)
     diverged = np.asarray(result["diverged"], bool)
     final = history["success"][-1]  # [S, n_T]

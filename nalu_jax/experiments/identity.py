@@ -4,7 +4,7 @@ For each activation, MLP autoencoders of a scalar ``1 → 8 → 8 → 8 → 1`` 
 ``identity.hidden_layers`` units with that activation, a ``linear`` output layer; for the
 arithmetic units ``nac_add``/``nau`` every layer is the unit) are trained with Adam on MSE for
 ``x ~ U[train_range)`` (fresh batch each step), many seeds at once (fixed-width seed blocks
-of ``nalu_jax.population``; seed k's key is ``fold_in(key(seed), k)``, so every activation sees
+of ``nalu_jax.engine.loop``; seed k's key is ``fold_in(key(seed), k)``, so every activation sees
 the same batches). A seed whose loss or parameters become non-finite stops updating and is
 counted as diverged (excluded from the statistics). NAU weights are projected after each step.
 
@@ -28,12 +28,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import plots, report, train
 from nalu_jax.config import ConfigError, validate_common
+from nalu_jax.engine import train
+from nalu_jax.engine.run import Outcome, Population, programs_over
 from nalu_jax.experiments.contract import Experiment
-from nalu_jax.models import ArithmeticNetwork
-from nalu_jax.run import Outcome, Population, programs_over
+from nalu_jax.models.arithmetic import ArithmeticNetwork
+from nalu_jax.reporting import metrics as metrics_lib
+from nalu_jax.reporting import plots, report
 from nalu_jax.units import UNITS, TrainingNeeds, make_unit
 
 SWEEPABLE = ("lr",)
@@ -83,7 +84,7 @@ def grid(config) -> np.ndarray:
     )
 
 
-def make_trainer(config) -> train.Trainer:
+def trainer_for(config) -> train.Trainer:
     """Per seed: Adam on MSE(f(x), x), x ~ U[train_range) fresh each step; the evaluation is
     ``|f(x) − x|`` on the test grid ``[G]``."""
     hidden = tuple(int(h) for h in config.identity.hidden_layers)
@@ -110,7 +111,7 @@ def hparams(config) -> train.HParams:
 
 def population(config, settings) -> Population:
     return Population(
-        make_trainer(config), [hparams(s.config) for s in settings], [{} for _ in settings]
+        trainer_for(config), [hparams(s.config) for s in settings], [{} for _ in settings]
     )
 
 

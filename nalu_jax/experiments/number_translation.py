@@ -1,6 +1,6 @@
 """Number translation (docs/protocols.md, "Number translation"): "two hundred and thirty four" → 234, many seeds at once.
 
-Model (``nalu_jax.sequence_models.NumberTranslationModel``): token embedding → LSTM → with
+Model (``nalu_jax.models.sequence.NumberTranslationModel``): token embedding → LSTM → with
 ``model.output = "recurrent"`` (the spec's set-up) a recurrent arithmetic output cell h_t =
 Cell(concat(lstm_t, h_{t−1})) (1 output, state 0, pad tokens skipped) whose final h is the
 value, or with ``"last"`` (the NALU authors' set-up, ``setup=authors``) a static unit ``H → 1``
@@ -22,14 +22,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import plots, train
-from nalu_jax import report as rep
 from nalu_jax.config import ConfigError, choice, validate_common
+from nalu_jax.engine import train
+from nalu_jax.engine.run import Outcome, Population
 from nalu_jax.experiments import _sequence
 from nalu_jax.experiments.contract import Experiment
-from nalu_jax.run import Outcome, Population
-from nalu_jax.sequence_models import TRANSLATION_OUTPUTS, NumberTranslationModel, cell_options
+from nalu_jax.models.sequence import TRANSLATION_OUTPUTS, NumberTranslationModel, cell_options
+from nalu_jax.reporting import metrics as metrics_lib
+from nalu_jax.reporting import plots
+from nalu_jax.reporting import report as rep
 from nalu_jax.tasks import translation as tr_lib
 from nalu_jax.units import UNITS
 from nalu_jax.units.recurrent import RECURRENT_BASELINES
@@ -73,7 +74,7 @@ def output_of(config) -> str:
     return config.model.get("output", "recurrent")
 
 
-def make_trainer(config) -> train.Trainer:
+def trainer_for(config) -> train.Trainer:
     """The per-seed ``Trainer`` of ``config``."""
     m = config.model
     output = output_of(config)
@@ -121,7 +122,7 @@ def make_trainer(config) -> train.Trainer:
     tokens, values = arrays["train"]
     train_data = {"tokens": jnp.asarray(tokens), "values": jnp.asarray(values)}
     eval_data = {s: tuple(jnp.asarray(a) for a in arrays[s]) for s in SPLITS}
-    return _sequence.make_trainer(
+    return _sequence.trainer_for(
         config, factory, model_loss, eval_metrics, train_data=train_data, eval_data=eval_data
     )
 
@@ -153,7 +154,7 @@ def metrics_jsonl(history, num_done, diverged_at) -> str:
 
 
 def population(config, settings) -> Population:
-    pop = _sequence.population(make_trainer(config), settings)
+    pop = _sequence.population(trainer_for(config), settings)
     pop.metrics_jsonl = metrics_jsonl
     return pop
 

@@ -43,12 +43,12 @@ import numpy as np
 from flax import nnx
 
 from nalu_jax import tasks as task_lib
-from nalu_jax import train
 from nalu_jax.config import ConfigError, choice, positive_int
+from nalu_jax.engine import train
+from nalu_jax.engine.run import Population
 from nalu_jax.experiments import arithmetic
 from nalu_jax.experiments.contract import Experiment
-from nalu_jax.models import RecurrentNetwork
-from nalu_jax.run import Population
+from nalu_jax.models.arithmetic import RecurrentNetwork
 from nalu_jax.tasks import thresholds as thr
 from nalu_jax.tasks.eval_sets import TEST_KEY, VALID_KEY
 from nalu_jax.units import ACTIVATIONS, UNITS, make_unit, training_needs
@@ -165,7 +165,7 @@ def recurrent_threshold(task, length: int, *, epsilon: float = 1e-5, num_samples
     )
 
 
-def make_trainer(config, task=None) -> train.Trainer:
+def trainer_for(config, task=None) -> train.Trainer:
     """The per-seed ``Trainer`` of a recurrent config (see the module doc)."""
     tc = config.task
     task = task or arithmetic.build_task(config)
@@ -215,7 +215,7 @@ def validate(config) -> None:
 
 
 def population(config, settings) -> Population:
-    return arithmetic.population(config, settings, make=make_trainer, threshold=threshold)
+    return arithmetic.population(config, settings, make=trainer_for, threshold=threshold)
 
 
 write_results = arithmetic.write_results
@@ -227,10 +227,10 @@ SWEEPABLE = arithmetic.SWEEPABLE
 def final_states(config, workdir: str, trainer: train.Trainer | None = None):
     """The per-seed ``TrainState`` ``[S]`` at the newest checkpoint of a finished (or stopped)
     single-setting, single-process run of ``config`` in ``workdir``, and its step."""
-    from nalu_jax.checkpoint import Checkpointer
-    from nalu_jax.population import checkpoint_tree, empty_history, metrics_dict
+    from nalu_jax.engine.loop import checkpoint_tree, empty_history, metrics_dict
+    from nalu_jax.runtime.checkpoint import Checkpointer
 
-    trainer = trainer or make_trainer(config)
+    trainer = trainer or trainer_for(config)
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
     states = jax.vmap(trainer.init)(train.seed_keys(config.seed, seeds))
     probe = jax.eval_shape(
@@ -263,7 +263,7 @@ def length_sweep(config, workdir: str, lengths, *, threshold_samples: int | None
     are the run's own test set. Returns ``{"lengths", "thresholds" [L], "mse" [S, L], "solved"
     [S, L], "step", "seeds"}``; a diverged seed (non-finite MSE) is unsolved."""
     task = arithmetic.build_task(config)
-    trainer = make_trainer(config, task)
+    trainer = trainer_for(config, task)
     states, step = final_states(config, workdir, trainer)
     graphdef, size, tc = trainer.graphdef, int(config.eval_size), config.task
     eps = tc.threshold_epsilon if tc.threshold_epsilon is not None else 1e-5

@@ -24,16 +24,16 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import report as rep
-from nalu_jax import train
 from nalu_jax.config import ConfigError, choice, validate_common
+from nalu_jax.engine import train
+from nalu_jax.engine.run import Outcome, Population, run
 from nalu_jax.experiments import _sequence
 from nalu_jax.experiments import sequential_mnist_report as report
 from nalu_jax.experiments.contract import Experiment
 from nalu_jax.experiments.sequential_mnist_report import FIELDS, format_summary
-from nalu_jax.run import Outcome, Population, run
-from nalu_jax.sequence_models import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
+from nalu_jax.models.sequence import SOLVED_ACCUMULATOR, SequentialDigitsModel, cell_options
+from nalu_jax.reporting import metrics as metrics_lib
+from nalu_jax.reporting import report as rep
 from nalu_jax.tasks import digits as digits_lib
 from nalu_jax.units import UNITS
 from nalu_jax.units.recurrent import RECURRENT_BASELINES, RECURRENT_INITS
@@ -101,7 +101,7 @@ def load_dataset(config):
     return _DATASET[key]
 
 
-def make_trainer(config, cell: str | None = None, dataset=None) -> train.Trainer:
+def trainer_for(config, cell: str | None = None, dataset=None) -> train.Trainer:
     """The per-seed ``Trainer`` of ``config`` (``cell`` overrides ``model.name``;
     ``dataset``: ``load_dataset(config)`` when already loaded)."""
     task, cell = config.task.name, cell or config.model.name
@@ -170,7 +170,7 @@ def make_trainer(config, cell: str | None = None, dataset=None) -> train.Trainer
         "image_pool": jnp.asarray(digits_lib.pool(test_labels, task)),
     }
     # λ̂ and the other hyperparameters follow config.model.name (also for the reference)
-    return _sequence.make_trainer(
+    return _sequence.trainer_for(
         config, factory, model_loss, eval_metrics, train_data=train_data, eval_data=eval_data,
         unit=cell,
     )  # fmt: skip
@@ -202,7 +202,7 @@ def reference_config(config):
 def _reference_population(config, settings) -> Population:
     """The solved accumulator's program (λ̂ and the other hyperparameters follow
     ``config.model.name``, as the model's)."""
-    return _sequence.population(make_trainer(config, SOLVED_ACCUMULATOR), settings)
+    return _sequence.population(trainer_for(config, SOLVED_ACCUMULATOR), settings)
 
 
 def _reference_results(workdir, config, outcome: Outcome) -> dict:
@@ -267,7 +267,7 @@ def reference(config, workdir, progress):
 
 def population(config, settings) -> Population:
     """The model's program; the thresholds come from ``prepare`` (the reference population)."""
-    pop = _sequence.population(make_trainer(config), settings)  # data errors: before the workdir
+    pop = _sequence.population(trainer_for(config), settings)  # data errors: before the workdir
     return dataclasses.replace(pop, metrics_jsonl=_metrics_jsonl(config, None))
 
 

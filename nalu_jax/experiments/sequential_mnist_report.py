@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import plots
-from nalu_jax import report as rep
+from nalu_jax.reporting import metrics as metrics_lib
+from nalu_jax.reporting import plots
+from nalu_jax.reporting import report as rep
 
 FIELDS = ("mse_last", "mse_all", "acc_last", "acc_all")
 

@@ -34,7 +34,7 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
     ``("extend", config of the missing seeds, dir)``; results cells that hold another config
     are left alone unless ``overwrite``."""
     from nalu_jax.reproduce import results as results_lib
-    from nalu_jax.workdir import first_difference
+    from nalu_jax.runtime.workdir import first_difference
 
     plan = {}
     for c in runnable:

@@ -1,4 +1,4 @@
-"""Running a table's cells: each cell is one ``nalu_jax.run.run`` in ``WORKDIR/cells/OP-MODEL``.
+"""Running a table's cells: each cell is one ``nalu_jax.engine.run.run`` in ``WORKDIR/cells/OP-MODEL``.
 
 A cell whose workdir holds a ``summary.json`` of the same config is done and skipped (its
 summary is read back); one that stopped part-way resumes from its checkpoint (``run.run``).
@@ -47,7 +47,7 @@ def configs(spec: TableSpec, cells, seeds=None, steps=None, overrides=None) -> d
 
 def finished(directory: str, config) -> dict | None:
     """The summary of a finished run of ``config`` in ``directory``, or None."""
-    from nalu_jax.workdir import config_json
+    from nalu_jax.runtime.workdir import config_json
 
     paths = [os.path.join(directory, n) for n in ("summary.json", "config.json")]
     if not all(os.path.exists(p) for p in paths):
@@ -62,8 +62,8 @@ def finished(directory: str, config) -> dict | None:
 def run_cell(cell: Cell, config, workdir: str, *, progress=True, overwrite=False, directory=None):
     """Run (or resume, or skip) one cell in ``directory`` (default ``cell_dir``); its summary,
     or None in a non-zero process."""
+    from nalu_jax.engine.run import run
     from nalu_jax.experiments import EXPERIMENTS
-    from nalu_jax.run import run
 
     directory = directory or cell_dir(workdir, cell)
     summary = finished(directory, config)
@@ -74,7 +74,7 @@ def run_cell(cell: Cell, config, workdir: str, *, progress=True, overwrite=False
 
 def num_runs(config) -> int:
     """Seeds × sweep settings: the runs of one cell's program."""
-    from nalu_jax import sweep
+    from nalu_jax.engine import sweep
 
     return int(config.num_seeds) * len(sweep.expand(config))
 
@@ -85,8 +85,8 @@ def calibrate(config, steps: int = 2_000) -> dict:
     Returns ``{"seed_steps_per_s", "compile_s", "wall_s"}``; ``seed_steps_per_s`` counts every
     run of the program (seeds × settings) and includes the evaluations.
     """
+    from nalu_jax.engine.run import run
     from nalu_jax.experiments import EXPERIMENTS
-    from nalu_jax.run import run
 
     c = config.copy_and_resolve_references()
     c.num_steps = max(int(steps) // c.eval_every, 1) * c.eval_every

@@ -40,7 +40,7 @@ def _bars(ax, x, stats, label, color, log):
 
 
 def arithmetic_png(op: str, rows: list[dict]) -> bytes:
-    from nalu_jax.plots import png, pyplot
+    from nalu_jax.reporting.plots import png, pyplot
 
     plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
@@ -59,7 +59,7 @@ def arithmetic_png(op: str, rows: list[dict]) -> bytes:
 
 
 def single_module_png(op: str, rows: list[dict]) -> bytes:
-    from nalu_jax.plots import png, pyplot
+    from nalu_jax.reporting.plots import png, pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.5))
@@ -78,7 +78,7 @@ def single_module_png(op: str, rows: list[dict]) -> bytes:
 
 def write(spec: TableSpec, workdir: str, rows: list[dict]) -> list[str]:
     """One ``figures/OP.png`` per op with results; returns the paths."""
-    from nalu_jax.report import atomic_write
+    from nalu_jax.reporting.report import atomic_write
 
     done = [r for r in rows if r["status"] == "done"]
     paths = []

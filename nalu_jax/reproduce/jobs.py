@@ -3,7 +3,7 @@
 * ``run_cells``: one array task trains its cells one after another in one process.
 * ``run_cells_distributed``: every task of one multi-task job joins ``jax.distributed``
   (coordinator: the job's first host) and the tasks split each cell's seeds × settings
-  (``nalu_jax.distributed``: process p trains the p-th slice, process 0 merges and writes).
+  (``nalu_jax.runtime.distributed``: process p trains the p-th slice, process 0 merges and writes).
 
 Either way the cells land in ``WORKDIR/cells/OP-MODEL`` exactly as a one-process run writes them
 (seed k's numbers do not depend on which runs share its program), so the table merge
@@ -26,7 +26,7 @@ def _cells(table: str, keys, seeds, steps, overrides):
 
 def run_cells(table: str, keys, workdir: str, seeds=None, steps=None, overrides=None) -> list:
     """Train cells ``keys`` of ``table`` (skipping finished ones); returns the keys run."""
-    from nalu_jax.hostenv import configure_host_devices
+    from nalu_jax.runtime.hostenv import configure_host_devices
 
     configure_host_devices()  # before JAX starts: one CPU device per allotted core
     from nalu_jax.reproduce.cells import run_cell
@@ -51,8 +51,8 @@ def run_cells_distributed(
     every cell in ``keys``. Returns the keys (every task)."""
     import submitit
 
-    from nalu_jax import distributed
-    from nalu_jax.hostenv import configure_host_devices
+    from nalu_jax.runtime import distributed
+    from nalu_jax.runtime.hostenv import configure_host_devices
 
     env = submitit.JobEnvironment()
     configure_host_devices()

@@ -390,7 +390,7 @@ def main(argv=None) -> int:
                       "python -m nalu_jax.reproduce.render", file=sys.stderr)  # fmt: skip
                 return 1
         return 0
-    from nalu_jax.report import atomic_write
+    from nalu_jax.reporting.report import atomic_write
 
     atomic_write(args.out, text)
     print(f"wrote {args.out}")

@@ -255,7 +255,7 @@ def commit(
 ) -> str:
     """Copy the finished run in ``workdir`` into results cell ``cell`` (replacing it), with a
     one-batch ``provenance.json``. Returns ``cell``."""
-    from nalu_jax.report import atomic_write, dumps
+    from nalu_jax.reporting.report import atomic_write, dumps
 
     if not os.path.exists(os.path.join(workdir, "summary.json")):
         raise ConfigError(f"{workdir} holds no finished run (no summary.json) to commit.")
@@ -298,7 +298,7 @@ def judgement_from_rows(rows: list[dict]) -> dict:
 def _merge_summary(a: dict, b: dict, rows: list[dict]) -> dict:
     """The summary of the union of two batches' seeds (``rows``, sorted by seed): statistics
     recomputed from the rows with the same judgement, speed fields combined."""
-    from nalu_jax import metrics
+    from nalu_jax.reporting import metrics
 
     merged = dict(a)
     merged.update(metrics.summarize(judgement_from_rows(rows), a["threshold"]))
@@ -324,7 +324,7 @@ def _csv_text(rows: list[dict], header: list[str]) -> str:
 def _merge_population(a_dir: str, b_dir: str, out_dir: str) -> dict:
     """Merge one population's ``seeds.csv`` + ``summary.json`` (arithmetic family)."""
     from nalu_jax.experiments.arithmetic_report import summary_markdown
-    from nalu_jax.report import atomic_write, dumps
+    from nalu_jax.reporting.report import atomic_write, dumps
 
     with open(os.path.join(a_dir, "seeds.csv"), newline="") as f:
         header = next(csv.reader(f))
@@ -352,7 +352,7 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
     cell's) to committed cell ``cell``: seeds.csv rows joined in seed order, summaries
     recomputed, a second provenance batch. For the arithmetic family (static task,
     single-module sweeps), whose summary is a function of ``seeds.csv``."""
-    from nalu_jax.report import atomic_write, dumps
+    from nalu_jax.reporting.report import atomic_write, dumps
 
     have = read_json(os.path.join(cell, "config.json"))
     new = read_json(os.path.join(workdir, "config.json"))

@@ -157,7 +157,7 @@ def with_extra(spec: TableSpec, names) -> TableSpec:
     unit (``nalu_jax.units.register_unit`` or a ``"module:Class"`` name) run under the table's
     protocol beside the published models; no published figure, so its overlap columns are n/a.
     Single-module tables run it on the ops its registration names."""
-    from nalu_jax.models import MODELS
+    from nalu_jax.models.arithmetic import MODELS
     from nalu_jax.units import UNITS
 
     variants, by_op = list(spec.variants), dict(spec.models_by_op or {})

@@ -254,7 +254,7 @@ def csv_text(rows: list[dict]) -> str:
 
 
 def write(spec: TableSpec, workdir: str, rows: list[dict]) -> None:
-    from nalu_jax.report import atomic_write
+    from nalu_jax.reporting.report import atomic_write
 
     atomic_write(os.path.join(workdir, "table.md"), markdown(spec, rows))
     atomic_write(os.path.join(workdir, "table.csv"), csv_text(rows))

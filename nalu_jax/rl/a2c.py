@@ -13,7 +13,7 @@ gradient and entropy losses of ``rlax`` weighted by the "episode still running" 
 the squared error of the value against the λ-returns; the policy is a ``distrax.Categorical``.
 
 The pieces the grid-world experiment hands to the one training core
-(``nalu_jax.train.make_train``, via ``nalu_jax.experiments.gridworld``)::
+(``nalu_jax.engine.train.make_train``, via ``nalu_jax.experiments.gridworld``)::
 
     loss, mean_return = episodes_loss(env, model, hp, key, train_params, batch_size, horizon)
     metrics = greedy_metrics(env, model, eval_data, eval_horizon, (lo, hi))

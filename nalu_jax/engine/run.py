@@ -3,10 +3,10 @@
 ``run`` validates the config, expands ``config.sweep`` into settings, asks the experiment for
 its population (one compiled program; per-setting hyperparameters and judging facts), claims
 the workdir, takes this process's slice of the (setting, seed) runs (all of them unless
-multi-host, ``nalu_jax.distributed``) and trains it with ``run_population``; process 0 merges
+multi-host, ``nalu_jax.runtime.distributed``) and trains it with ``run_population``; process 0 merges
 the parts and the experiment judges and writes its files.
 
-``run_population`` (``nalu_jax.population``, re-exported here) is the loop itself.
+``run_population`` (``nalu_jax.engine.loop``, re-exported here) is the loop itself.
 
 An experiment is an ``Experiment`` record (``nalu_jax.experiments.contract``: its hooks, which
 are required, their types and the order they are called in), one per module of
@@ -23,9 +23,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from nalu_jax import distributed, sweep
 from nalu_jax.config import ConfigError, apply_precision
-from nalu_jax.population import (  # noqa: F401  (re-exported: the loop's public names)
+from nalu_jax.engine import sweep
+from nalu_jax.engine.loop import (  # noqa: F401  (re-exported: the loop's public names)
     Interrupted,
     PerRun,
     PopulationResult,
@@ -34,9 +34,10 @@ from nalu_jax.population import (  # noqa: F401  (re-exported: the loop's public
     run_population,
     say,
 )
-from nalu_jax.report import atomic_write, dumps
-from nalu_jax.train import Trainer, budget_warnings, num_evaluations, seed_keys
-from nalu_jax.workdir import extended_from, prepare_workdir
+from nalu_jax.engine.train import Trainer, budget_warnings, num_evaluations, seed_keys
+from nalu_jax.reporting.report import atomic_write, dumps
+from nalu_jax.runtime import distributed
+from nalu_jax.runtime.workdir import extended_from, prepare_workdir
 
 
 @dataclasses.dataclass
@@ -84,7 +85,7 @@ def events_writer(workdir, label, config, proc, settings, run_setting, solved):
     None when ``config.tensorboard`` is off."""
     if not config.get("tensorboard", True):
         return None
-    from nalu_jax.events import EventWriter
+    from nalu_jax.reporting.events import EventWriter
 
     logdir = _label_dir(workdir, "tensorboard", label)
     if proc.count > 1:

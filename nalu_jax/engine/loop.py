@@ -1,6 +1,6 @@
 """Seeds as an axis: a population of runs in fixed-width blocks on every device, and the loop.
 
-``run_population`` is the loop every experiment's runs go through (``nalu_jax.run.run`` calls
+``run_population`` is the loop every experiment's runs go through (``nalu_jax.engine.run.run`` calls
 it): it pads the runs to whole blocks on every local device, compiles once per device, and
 loops in Python over evaluation periods: ``evaluate`` (before that step's update) then
 ``train`` (``eval_every`` updates in a ``lax.scan``). Between periods it records every metric
@@ -31,8 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nalu_jax.checkpoint import Checkpointer
-from nalu_jax.train import Trainer, default_chunk, num_evaluations
+from nalu_jax.engine.train import Trainer, default_chunk, num_evaluations
+from nalu_jax.runtime.checkpoint import Checkpointer
 
 
 def padded_size(num_seeds: int, block: int) -> int:
@@ -232,7 +232,7 @@ def run_population(
       on_checkpoint: ``(history, num_done, diverged_at [n])`` after each intermediate save.
       on_evaluation: ``(history, e)`` after evaluation ``e`` is recorded.
       extend_from: the smaller ``num_steps`` this checkpoint directory was trained with before
-        (``nalu_jax.workdir.extended_from``): their checkpoints restore too, the history is
+        (``nalu_jax.runtime.workdir.extended_from``): their checkpoints restore too, the history is
         padded, and a finished run goes on from its last step.
     """
     with _StopRequest() as stop:

@@ -2,7 +2,7 @@
 
 An experiment describes what differs in a ``Recipe`` (model factory, loss on a fresh batch,
 evaluation, optional per-seed extras); ``make_train(recipe, config, hparams)`` turns it into
-pure per-seed functions that the run loop (``nalu_jax.run``) ``vmap``s over seeds and sweep
+pure per-seed functions that the run loop (``nalu_jax.engine.run``) ``vmap``s over seeds and sweep
 settings and ``jit``s::
 
     trainer = make_train(recipe, config, hparams)

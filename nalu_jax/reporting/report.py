@@ -17,8 +17,8 @@ import tempfile
 
 import numpy as np
 
-from nalu_jax import metrics as metrics_lib
-from nalu_jax import plots
+from nalu_jax.reporting import metrics as metrics_lib
+from nalu_jax.reporting import plots
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read the process umask (os has no getter)

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from nalu_jax.config import ConfigError
-from nalu_jax.report import atomic_write
+from nalu_jax.reporting.report import atomic_write
 
 ENV = ("NALU_JAX_COORDINATOR", "NALU_JAX_NUM_PROCESSES", "NALU_JAX_PROCESS_ID")
 

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nalu_jax import conv
+from nalu_jax.models import conv
 from nalu_jax.tasks import digits as digits_lib
 from nalu_jax.units import make_unit
 from nalu_jax.units._base import float_dtype
@@ -60,7 +60,7 @@ class DigitCNN(nnx.Module):
 
     def __call__(self, images):
         # nnx.Conv holds the parameters (names, shapes, init); the convolution and pooling run
-        # as matmuls (nalu_jax.conv), ~4× faster on XLA:CPU, most of all under a seed vmap.
+        # as matmuls (nalu_jax.models.conv), ~4× faster on XLA:CPU, most of all under a seed vmap.
         x = images[..., None]
         for layer in (self.conv1, self.conv2):
             y = conv.conv2d(x, layer.kernel[...], layer.bias[...], self.padding)

@@ -10,7 +10,7 @@ import shutil
 import time
 
 from nalu_jax.config import ConfigError
-from nalu_jax.report import atomic_write
+from nalu_jax.reporting.report import atomic_write
 
 LOCK = ".lock"
 _held: dict[str, int] = {}  # workdir → file descriptor of its lock, for this process's life
