@@ -74,7 +74,8 @@ def _git(*args: str) -> str:
     return out.stdout.strip()
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else the processor or architecture."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -91,7 +92,7 @@ def machine() -> dict:
 
     devices = jax.devices()
     return {
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "platform": devices[0].platform,
         "devices": len(devices),

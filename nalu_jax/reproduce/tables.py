@@ -14,7 +14,6 @@ import io
 import json
 import math
 import os
-import platform
 from importlib import resources
 
 from nalu_jax.reproduce.cells import cell_dir
@@ -158,13 +157,9 @@ def header(spec: TableSpec, rows: list[dict]) -> list[str]:
 
 def machine() -> str:
     """CPU model (Linux) or architecture, and the core count."""
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{name}, {os.cpu_count()} cores"
+    from nalu_jax.reproduce.results import cpu_name
+
+    return f"{cpu_name()}, {os.cpu_count()} cores"
 
 
 def by_range(rows: list[dict]) -> list[str]:
