@@ -98,6 +98,36 @@ def test_inalu_reinitialises_stalled_seeds_per_seed():
     assert not np.allclose(after[0], after[1])  # each seed draws its own parameters
 
 
+def test_inalu_stall_test_only_on_its_steps_equals_the_test_every_step(monkeypatch):
+    # The engine hands iNALU's hook ``due`` (every 10th step, unbatched) so the stall test
+    # runs only where it can fire; with ``after_update_every=None`` it runs on every step.
+    # Same seeds through a re-initialisation: every state leaf bit for bit equal.
+    from nalu_jax.engine import train as train_lib
+
+    config = tiny(load_config("single_module", "op=mul,model=inalu,range=9"), seeds=2)
+    config.train.lr = 1e-7
+    config.eval_every = 500
+    make_train = train_lib.make_train
+
+    def run(every_step):
+        if every_step:
+            monkeypatch.setattr(train_lib, "make_train", lambda r, *a, **k: make_train(
+                r._replace(after_update_every=None), *a, **k))  # fmt: skip
+        else:
+            monkeypatch.setattr(train_lib, "make_train", make_train)
+        trainer = trainer_for(config)
+        states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
+        train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
+        for _ in range(11):
+            states, _ = train(states, trainer.hparams, trainer.train_data)
+        return states
+
+    phased, every = run(False), run(True)
+    assert np.all(np.asarray(phased.aux.reinits) >= 1)
+    for a, b in zip(jax.tree.leaves(phased), jax.tree.leaves(every), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
     import ml_collections
 

@@ -73,8 +73,13 @@ class Recipe(NamedTuple):
     evaluate: ``(model, state, hp, eval_data) -> (aux, metrics)``: the seed's metrics (a dict or
       NamedTuple of arrays) and its (possibly updated) ``aux``.
     init_aux: ``seed_key -> (init_key, train_key, aux)``; default: two keys, no aux.
-    after_update: ``(state, params, opt_state, mse) -> (params, opt_state, aux)`` after the
-      projection (e.g. iNALU's re-initialisation); default: none.
+    after_update: ``(state, params, opt_state, mse, due) -> (params, opt_state, aux)`` after
+      the projection (e.g. iNALU's re-initialisation); default: none. ``due`` is a boolean
+      that is the same for every seed of a population (never batched, so a ``lax.cond`` on it
+      stays a branch under ``vmap``): false only on steps that are not a multiple of
+      ``after_update_every``, where the hook may skip work that those steps do not use.
+    after_update_every: see ``after_update``; ``None`` (or one that does not divide
+      ``config.eval_every``): ``due`` is always true.
     optimizer: an optax transformation giving the update's direction (the step applies the
       traced ``hp.lr``); default: ``make_optimizer(config.train, needs)``.
     step_randomness: ``step key -> pytree``, the random material a step derives from its key
@@ -94,6 +99,7 @@ class Recipe(NamedTuple):
     after_update: Any = None
     optimizer: Any = None
     step_randomness: Any = None
+    after_update_every: int | None = None
 
 
 class Trainer(NamedTuple):
@@ -322,7 +328,12 @@ def make_train(
     def step_key(state: TrainState, step):
         return jax.random.fold_in(jax.random.wrap_key_data(state.key), step)
 
-    def train_step(state: TrainState, hp: HParams, data, key=None):
+    every = recipe.after_update_every
+    # the phase of a step within its ``train`` call is the phase of its step number: calls
+    # start at multiples of ``eval_every`` (whole evaluation periods, from step 0)
+    phased = recipe.after_update is not None and bool(every) and eval_every % every == 0
+
+    def train_step(state: TrainState, hp: HParams, data, key=None, due=True):
         if key is None:  # no step_randomness: the step derives from its own key
             key = step_key(state, state.step)
 
@@ -337,17 +348,25 @@ def make_train(
         model.project()
         params, aux = nnx.state(model), state.aux
         if recipe.after_update is not None:
-            params, opt_state, aux = recipe.after_update(state, params, opt_state, mse)
+            params, opt_state, aux = recipe.after_update(state, params, opt_state, mse, due)
         new = guarded_update(state, loss, params, opt_state, aux=aux)
         return new, jnp.where(new.diverged, jnp.nan, mse)
 
     def train(state: TrainState, hp: HParams, data):
         """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
+        # under ``vmap`` the phases stay unbatched: an arange, not derived from the state
+        phases = jnp.arange(eval_every) % every == 0 if phased else None
         if recipe.step_randomness is None:
+            if phased:
+                step = lambda s, due: train_step(s, hp, data, due=due)
+                return jax.lax.scan(step, state, phases)
             step = lambda s, _: train_step(s, hp, data)
             return jax.lax.scan(step, state, None, length=eval_every)
         steps = state.step + jnp.arange(eval_every, dtype=state.step.dtype)
         material = jax.vmap(lambda t: recipe.step_randomness(step_key(state, t)))(steps)
+        if phased:
+            step = lambda s, md: train_step(s, hp, data, md[0], md[1])
+            return jax.lax.scan(step, state, (material, phases))
         return jax.lax.scan(lambda s, m: train_step(s, hp, data, m), state, material)
 
     def evaluate(state: TrainState, hp: HParams, data):

@@ -239,27 +239,47 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
             mse, regs, hp, state.step, schedule=schedule, with_z=with_z, gate_on=gate_on
         ), mse
 
-    def stall_reinit(state, params, opt_state, mse):
-        """iNALU's per-seed stall test; a ``where``, never a Python branch."""
+    def stall_reinit(state, params, opt_state, mse, due):
+        """iNALU's per-seed stall test; a ``where``, never a Python branch on a seed's values.
+        The loss history is recorded every step; the test (a pass over the history, a fresh
+        draw and its optimiser state) runs only on the steps it can fire, every
+        ``INALU_CHECK_EVERY``-th (``due``: the same for all seeds, so a real branch)."""
         aux = state.aux
         hist = aux.loss_hist.at[aux.hist_count % hist_len].set(mse)
         count = aux.hist_count + 1
-        ordered = jnp.roll(hist, -(count % hist_len))  # oldest first once the buffer is full
-        first, second = ordered[: hist_len // 2], ordered[hist_len // 2 :]
-        stalled = (jnp.mean(first) <= jnp.mean(second) + jnp.std(second)) & (jnp.mean(second) > 1.0)
-        redo = (state.step % INALU_CHECK_EVERY == 0) & (count > hist_len) & stalled
-        seed_init_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), 0x1A1)
-        fresh = train.init_params(factory, jax.random.fold_in(seed_init_key, aux.reinits + 1))
-        params = train.tree_where(redo, fresh, params)
-        opt_state = train.tree_where(redo, tx.init(fresh), opt_state)
+
+        def check(operands):
+            params, opt_state = operands
+            ordered = jnp.roll(hist, -(count % hist_len))  # oldest first once the buffer is full
+            first, second = ordered[: hist_len // 2], ordered[hist_len // 2 :]
+            stalled = (jnp.mean(first) <= jnp.mean(second) + jnp.std(second)) & (
+                jnp.mean(second) > 1.0
+            )
+            redo = (state.step % INALU_CHECK_EVERY == 0) & (count > hist_len) & stalled
+            seed_init_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), 0x1A1)
+            fresh = train.init_params(factory, jax.random.fold_in(seed_init_key, aux.reinits + 1))
+            params = train.tree_where(redo, fresh, params)
+            opt_state = train.tree_where(redo, tx.init(fresh), opt_state)
+            return (
+                params,
+                opt_state,
+                jnp.where(redo, 0, count),
+                aux.reinits + redo.astype(jnp.int32),
+            )
+
+        def skip(operands):
+            return (*operands, count, aux.reinits)
+
+        if due is True:  # no phase known: test every step
+            params, opt_state, hist_count, reinits = check((params, opt_state))
+        else:
+            params, opt_state, hist_count, reinits = jax.lax.cond(
+                due, check, skip, (params, opt_state)
+            )
         return (
             params,
             opt_state,
-            aux.replace(
-                loss_hist=hist,
-                hist_count=jnp.where(redo, 0, count),
-                reinits=aux.reinits + redo.astype(jnp.int32),
-            ),
+            aux.replace(loss_hist=hist, hist_count=hist_count, reinits=reinits),
         )
 
     def evaluate(model, state, hp, data):
@@ -293,6 +313,7 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
         eval_data=eval_data,
         init_aux=init_aux,
         after_update=stall_reinit if hist_len else None,
+        after_update_every=INALU_CHECK_EVERY,
         step_randomness=step_randomness,
     )
 
