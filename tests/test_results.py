@@ -83,3 +83,17 @@ def test_status_and_refusals(tmp_path):
     assert results_lib.status(str(cell), {**config, "tensorboard": False})[0] == "extend"
     with pytest.raises(results_lib.ConfigError, match="no finished run"):
         results_lib.commit(str(tmp_path / "nothing"), str(tmp_path / "c2"))
+
+
+def test_provenance_command_names_no_machine_directories(tmp_path):
+    from nalu_jax.reproduce.results import invocation
+
+    root = str(tmp_path / "checkout")
+    argv = [f"{root}/launch/reproduce.py", "--table=t", f"--workdir={root}/runs/t", "--seeds=2"]
+    assert invocation(argv, root) == (
+        "python -m launch.reproduce --table=t --workdir=runs/t --seeds=2"
+    )
+    argv = [f"{root}/nalu_jax/main.py", "--config=configs/identity.py"]
+    assert invocation(argv, root) == "python -m nalu_jax.main --config=configs/identity.py"
+    # a script outside the checkout keeps its name; other arguments are left alone
+    assert invocation(["/elsewhere/x.py", "--a=/tmp/w"], root) == "/elsewhere/x.py --a=/tmp/w"

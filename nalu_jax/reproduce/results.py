@@ -138,9 +138,26 @@ def provenance_entry(
         "first_seed": int(config.get("first_seed", 0)),
         "num_seeds": int(config["num_seeds"]),
         "num_steps": int(config.get("num_steps", 0) or 0),
-        "command": command if command is not None else " ".join(sys.argv),
+        "command": command if command is not None else invocation(sys.argv),
         **timings,
     }
+
+
+#: the checkout (the directory above the package)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def invocation(argv: list[str], root: str = ROOT) -> str:
+    """The command line as a reader of the checkout would type it: a script of the checkout
+    (``/abs/checkout/launch/reproduce.py``) as ``python -m launch.reproduce``, and paths
+    inside the checkout relative to it, so the record names no machine's directories."""
+    root = os.path.abspath(root) + os.sep
+    head, *rest = argv or [""]
+    path = os.path.abspath(head)
+    if head.endswith(".py") and path.startswith(root):
+        module = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
+        head = f"python -m {module}"
+    return " ".join([head, *(a.replace(root, "") for a in rest)])
 
 
 def _timing(summary: dict) -> dict:
