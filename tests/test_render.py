@@ -88,6 +88,19 @@ def test_table_cell_verdict_follows_the_rubric(tmp_path, solved, steps, sparsity
     assert nmu.endswith("| no committed data |")
 
 
+def test_a_missing_cell_shows_the_papers_figures_and_only_selects_cells(tmp_path):
+    table = render.Renderer(str(tmp_path)).arith_table(
+        "iclr2020-arithmetic", only=["add-nau", "mul-nmu"]
+    )
+    rows = table.splitlines()[2:]
+    assert [r.split(" | ")[:2] for r in rows] == [["| ×", "NMU"], ["| +", "NAU"]]
+    # ours "—", the paper's beside it (Table 1: NAU on + 100% [96%, 100%], sparsity 3.19e-5)
+    assert rows[1] == (
+        "| + | NAU | — | — | 100% [96%, 100%] | — | 18,000 | — | 3.91e+05 [3.54e+05, 4.35e+05]"
+        " | — | 3.19e-05 [1.89e-05, 4.48e-05] | no committed data |"
+    )
+
+
 def test_template_cites_no_file_outside_the_repository():
     text = open(TEMPLATE).read()
     for word in ("tasks.md", "units.md", "shared/spec", "/work/", "session"):

@@ -128,11 +128,16 @@ class Renderer:
         return "; ".join(parts)
 
     # ------------------------------------------------------------------- published tables
-    def _rows(self, table, ops=None, models=None):
+    def _rows(self, table, ops=None, models=None, only=None):
+        """The table's cells (restricted to ``ops``/``models``, or to the cell keys ``only``,
+        e.g. ``"mul-nmu"``), each with its committed figures and the published ones."""
         from nalu_jax.reproduce import specs, tables
 
         spec = specs.table(table)
         wanted = set(specs.cells(spec, models, ops))
+        if only is not None:
+            wanted = {c for c in wanted if c.key in set(only)}
+        pub = tables.published(spec)
         rows = tables.collect(
             spec, self.root, locate=lambda c: os.path.join(self.root, table, c.key)
         )
@@ -145,6 +150,9 @@ class Renderer:
             if r is None:
                 r = {"op": cell.op, "model": cell.variant.key, "paper_name": cell.variant.label,
                      "status": cell.variant.unavailable or "missing"}  # fmt: skip
+                p = pub.get((cell.op, cell.variant.key))
+                if p is not None:  # the paper's figures, shown beside our missing ones
+                    r.update({f"published_{k}": p[k] for k in tables.STATS})
             out.append(r)
         return spec, out
 
@@ -168,11 +176,11 @@ class Renderer:
             word = "not reproduced"
         return word if fraction >= 1 else f"{word} at {_budget(fraction)} of the budget"
 
-    def arith_table(self, table, ops=None, models=None) -> str:
+    def arith_table(self, table, ops=None, models=None, only=None) -> str:
         from nalu_jax.reproduce.specs import OP_LABELS
         from nalu_jax.reproduce.tables import _iv
 
-        spec, rows = self._rows(table, ops, models)
+        spec, rows = self._rows(table, ops, models, only)
         head = ["op", "model", "seeds × steps", "success [95%]", "paper", "solved at median",
                 "paper", "solved at mean [95%]", "paper", "sparsity error [95%]", "paper",
                 "verdict"]  # fmt: skip
@@ -180,9 +188,13 @@ class Renderer:
         for r in rows:
             op = OP_LABELS.get(r["op"], r["op"])
             if r["status"] != "done":
+                paper = [_iv(r, "success", "published_", pct=True),
+                         _f(r.get("published_solved_at_median")), _iv(r, "solved_at", "published_"),
+                         _iv(r, "sparsity_error", "published_")]  # fmt: skip
+                cells = [c for p in paper for c in ("—", p)]
                 lines.append(
-                    f"| {op} | {r['paper_name']} | "
-                    + " | ".join(["—"] * (len(head) - 3))
+                    f"| {op} | {r['paper_name']} | — | "
+                    + " | ".join(cells)
                     + f" | {self.cell_verdict(spec, r)} |"
                 )
                 continue
@@ -198,8 +210,8 @@ class Renderer:
             )  # fmt: skip
         return "\n".join(lines)
 
-    def arith_counts(self, table, ops=None, models=None) -> str:
-        spec, rows = self._rows(table, ops, models)
+    def arith_counts(self, table, ops=None, models=None, only=None) -> str:
+        spec, rows = self._rows(table, ops, models, only)
         verdicts = [self.cell_verdict(spec, r) for r in rows]
         verdicts = [v for v in verdicts if v != "not runnable"]
         counts: dict[str, int] = {}
