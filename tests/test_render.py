@@ -101,6 +101,13 @@ def test_a_missing_cell_shows_the_papers_figures_and_only_selects_cells(tmp_path
     )
 
 
+def test_solved_in_all_sums_a_sweep_cells_settings(tmp_path):
+    root = tmp_path / "results"
+    parts = [{"setting": f"00{i}", "solved": k, "num_seeds": 25} for i, k in enumerate((25, 3))]
+    _cell(root, "p/mul-nmu", {"num_seeds": 25, "settings": parts})
+    assert render.Renderer(str(root)).solved_in_all("p/mul-nmu") == "28/50 (2 ranges)"
+
+
 def test_template_cites_no_file_outside_the_repository():
     text = open(TEMPLATE).read()
     for word in ("tasks.md", "units.md", "shared/spec", "/work/", "session"):

@@ -13,10 +13,12 @@ document fails ``--check`` (``tests/test_render.py``).
 Functions (all read ``results/``):
   ``success(cell, setting=None)``                  "8/10 (80%) [49%, 94%]"
   ``solved(cell)`` / ``seeds(cell)``               counts
+  ``solved_in_all(cell)``                          a sweep cell's settings summed: "211/225 (9 ranges)"
   ``stat(cell, key, setting=None, digits=3)``      any summary value, formatted
-  ``arith_table(table, ops=None, models=None)``    a published arithmetic table, ours beside
-                                                   the paper's, with a verdict per cell
-  ``arith_counts(table, ops=None, models=None)``   "7 of 11 cells reproduced, …" for a glance row
+  ``arith_table(table, ops=None, models=None, only=None)``  a published arithmetic table, ours
+                                                   beside the paper's, a verdict per cell (``only``:
+                                                   cell keys such as "mul-nmu")
+  ``arith_counts(table, ops=None, models=None, only=None)``  "7 of 11 cells reproduced, …"
   ``primer_table(ops)``                            single-module success per range
   ``identity_table(cell)``                         identity failure: MAE per activation
   ``lengths_table(cells, labels=None)``            success per test length per model
@@ -95,6 +97,15 @@ class Renderer:
 
     def solved(self, cell, setting=None) -> str:
         return str(self.summary(cell, setting)["solved"])
+
+    def solved_in_all(self, cell) -> str:
+        """Seeds solved over all of a sweep cell's settings, e.g. ``211/225 (9 ranges)``."""
+        parts = self.summary(cell).get("settings")
+        if not parts:
+            raise Missing(f"{cell} settings")
+        solved = sum(int(p["solved"]) for p in parts)
+        seeds = sum(int(p["num_seeds"]) for p in parts)
+        return f"{solved}/{seeds} ({len(parts)} ranges)"
 
     def seeds(self, cell, setting=None) -> str:
         return str(self.summary(cell, setting)["num_seeds"])
@@ -359,7 +370,7 @@ class Renderer:
     def namespace(self) -> dict:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
                  "arith_counts", "timing_table", "primer_table", "identity_table",
-                 "lengths_table", "successes", "at_length")  # fmt: skip
+                 "lengths_table", "successes", "at_length", "solved_in_all")  # fmt: skip
         return {n: getattr(self, n) for n in names}
 
     def render(self, template: str) -> str:
