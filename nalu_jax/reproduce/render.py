@@ -317,7 +317,9 @@ class Renderer:
                         "num_seeds": s["num_seeds"]
                     }
                 lo, hi = s["success_interval"]
-                parts.append(f"{label} {s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]")
+                parts.append(
+                    f"{label} {s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]".strip()
+                )
                 found = True
             except Missing:
                 parts.append(f"{label} —")
