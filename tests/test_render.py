@@ -108,6 +108,29 @@ def test_solved_in_all_sums_a_sweep_cells_settings(tmp_path):
     assert render.Renderer(str(root)).solved_in_all("p/mul-nmu") == "28/50 (2 ranges)"
 
 
+def test_gridworld_table_and_success_at_t(tmp_path):
+    root = tmp_path / "results"
+
+    def agent(name, label, rates, mastered):
+        rows = zip((5, 13), rates, mastered, strict=True)
+        per_t = [{"t": t, "success_rate": r, "seed_interval": [r - 0.05, r + 0.05],
+                  "seeds_mastered": m} for t, r, m in rows]  # fmt: skip
+        return {"agent": name, "label": label, "num_seeds": 4, "per_t": per_t}
+
+    summary = {"num_seeds": 4, "agents": [agent("lstm", "LSTM", (0.9, 0.5), (3, 1)),
+                                          agent("memory", "NAC", (0.95, 0.25), (4, 0))],
+               "train_range": [5, 12], "test_times": [5, 13], "master_rate": 0.9,
+               "random_policy_success": [0.03, 0.01]}  # fmt: skip
+    _cell(root, "gridworld/default", summary)
+    r = render.Renderer(str(root))
+    assert r.success_at_t("gridworld/default", "memory", 13) == "25%"
+    rows = r.gridworld_table("gridworld/default").splitlines()
+    assert rows[2] == "| 5 (train) | 90% [85%, 95%] | 95% [90%, 100%] | 3/4 | 4/4 | 3% |"
+    assert rows[3] == "| 13 | 50% [45%, 55%] | 25% [20%, 30%] | 1/4 | 0/4 | 1% |"
+    with pytest.raises(render.Missing):
+        r.success_at_t("gridworld/default", "memory", 14)
+
+
 def test_template_cites_no_file_outside_the_repository():
     text = open(TEMPLATE).read()
     for word in ("tasks.md", "units.md", "shared/spec", "/work/", "session"):

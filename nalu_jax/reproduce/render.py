@@ -13,6 +13,8 @@ document fails ``--check`` (``tests/test_render.py``).
 Functions (all read ``results/``):
   ``success(cell, setting=None)``                  "8/10 (80%) [49%, 94%]"
   ``solved(cell)`` / ``seeds(cell)``               counts
+  ``gridworld_table(cell, times=None)``             grid world: success and seeds mastering per T
+  ``success_at_t(cell, agent, t)``                 grid world: one agent's success at T, "93%"
   ``solved_in_all(cell)``                          a sweep cell's settings summed: "211/225 (9 ranges)"
   ``stat(cell, key, setting=None, digits=3)``      any summary value, formatted
   ``arith_table(table, ops=None, models=None, only=None)``  a published arithmetic table, ours
@@ -327,6 +329,40 @@ class Renderer:
             raise Missing(group)
         return "; ".join(parts)
 
+    def _gridworld_t(self, cell, agent, t) -> dict:
+        s = self.summary(cell)
+        a = next((a for a in s["agents"] if a["agent"] == agent), None)
+        row = None if a is None else next((r for r in a["per_t"] if r["t"] == t), None)
+        if row is None:
+            raise Missing(f"{cell} agent {agent} T={t}")
+        return row
+
+    def success_at_t(self, cell, agent, t) -> str:
+        """Grid world: an agent's mean greedy success at episode length ``t``, "93%"."""
+        return _pct(self._gridworld_t(cell, agent, t)["success_rate"])
+
+    def gridworld_table(self, cell, times=None) -> str:
+        """Grid world: per T, each agent's mean success [t interval over seeds] and the seeds
+        mastering T; the random policy's success beside them."""
+        s = self.summary(cell)
+        agents = s["agents"]
+        times = list(times or s["test_times"])
+        lo, hi = s["train_range"]
+        head = ["T"] + [f"{a['label']}: success [95%, over seeds]" for a in agents]
+        head += [f"{a['label']}: seeds ≥ {s['master_rate']:g}" for a in agents] + ["random policy"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        random = dict(zip(s["test_times"], s.get("random_policy_success", []), strict=False))
+        for t in times:
+            rows = [self._gridworld_t(cell, a["agent"], t) for a in agents]
+            cells = [f"{t} (train)" if lo <= t <= hi else str(t)]
+            cells += [f"{_pct(r['success_rate'])} [{_pct(r['seed_interval'][0])}, "
+                      f"{_pct(r['seed_interval'][1])}]" for r in rows]  # fmt: skip
+            cells += [f"{r['seeds_mastered']}/{a['num_seeds']}" for r, a in zip(rows, agents,
+                                                                                  strict=True)]  # fmt: skip
+            cells.append(_pct(random[t]) if t in random else "—")
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
     def at_length(self, cell, length) -> str:
         """Sequential MNIST: "8/10 [49%, 94%]" at one test length."""
         s = self.summary(cell)
@@ -372,7 +408,8 @@ class Renderer:
     def namespace(self) -> dict:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
                  "arith_counts", "timing_table", "primer_table", "identity_table",
-                 "lengths_table", "successes", "at_length", "solved_in_all")  # fmt: skip
+                 "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
+                 "gridworld_table")  # fmt: skip
         return {n: getattr(self, n) for n in names}
 
     def render(self, template: str) -> str:
