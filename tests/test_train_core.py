@@ -128,6 +128,50 @@ def test_inalu_stall_test_only_on_its_steps_equals_the_test_every_step(monkeypat
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.parametrize(
+    "name, arg, precision",
+    [("single_module", "op=mul,model=snmu", 32), ("arithmetic", "model=snmu,op=mul", 32),
+     ("arithmetic", "model=snmu,op=mul", 64)],
+)  # fmt: skip
+def test_snmu_noise_drawn_ahead_equals_noise_drawn_in_the_step(monkeypatch, name, arg, precision):
+    # The arithmetic recipe draws the sNMU's noise per chunk (ArithmeticNetwork.layer_noise);
+    # without it each step draws from its key: every state leaf bit for bit equal.
+    from nalu_jax.models.arithmetic import ArithmeticNetwork
+
+    config = tiny(load_config(name, arg), seeds=2)
+    config.precision = precision
+    config.eval_every = 50
+    layer_noise, made = ArithmeticNetwork.layer_noise, []
+
+    def ahead_noise(*args, **kwargs):
+        made.append(layer_noise(*args, **kwargs))
+        return made[-1]
+
+    def run(ahead):
+        monkeypatch.setattr(ArithmeticNetwork, "layer_noise", staticmethod(
+            ahead_noise if ahead else lambda *a, **k: None))  # fmt: skip
+        trainer = trainer_for(config)
+        states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
+        train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
+        for _ in range(4):
+            states, _ = train(states, trainer.hparams, trainer.train_data)
+        return states
+
+    from nalu_jax.config import apply_precision
+
+    before = jax.config.jax_enable_x64
+    try:
+        apply_precision(config)
+        ahead, in_step = run(True), run(False)
+    finally:
+        jax.config.update("jax_enable_x64", before)  # never leak x64 into other tests
+    assert made and made[0] is not None  # the ahead path ran
+    if precision == 64:
+        assert jax.tree.leaves(ahead.params)[0].dtype == np.float64
+    for a, b in zip(jax.tree.leaves(ahead), jax.tree.leaves(in_step), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
     import ml_collections
 

@@ -29,7 +29,7 @@ from nalu_jax.engine import sweep, train
 from nalu_jax.engine.run import Outcome, Population
 from nalu_jax.experiments import arithmetic_report as report
 from nalu_jax.experiments.contract import Experiment
-from nalu_jax.models.arithmetic import MODELS, model_factory, resolve_layers
+from nalu_jax.models.arithmetic import MODELS, ArithmeticNetwork, model_factory, resolve_layers
 from nalu_jax.tasks import eval_sets
 from nalu_jax.tasks import single_module as sm
 from nalu_jax.tasks.thresholds import success_threshold
@@ -218,10 +218,17 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
             ),
         )
 
+    # a unit's training noise drawn with the step's other randomness (ArithmeticNetwork)
+    layer_noise = (
+        ArithmeticNetwork.layer_noise(factory, (batch_size, *input_shape)) if needs.noise else None
+    )
+
     def step_randomness(key):
-        """The step's sampler material and noise key (derived once per step: ``Recipe``)."""
+        """The step's sampler material and noise key, or its layers' noise drawn from that
+        key (derived once per step, before the chunk's scan: ``Recipe``)."""
         data_key, noise_key = jax.random.split(key)
-        return rng_lib.derive(data_key, sampler), noise_key
+        noise = noise_key if layer_noise is None else layer_noise(noise_key)
+        return rng_lib.derive(data_key, sampler), noise
 
     def loss(model, hp, state, randomness, data):
         data_key, noise_key = randomness

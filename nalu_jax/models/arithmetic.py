@@ -108,14 +108,17 @@ class ArithmeticNetwork(nnx.Module):
         """Output and the regularisers summed over layers (each on its own input batch).
 
         Returns ``(y [batch, out], {name: scalar})`` with every name of the loss present.
-        ``step`` (the training step) is unused here: ``RecurrentNetwork`` takes it too.
+        ``key`` is split into one key per layer, or is a tuple of per-layer entries already
+        (``layer_noise``). ``step`` (the training step) is unused here: ``RecurrentNetwork``
+        takes it too.
         """
         regs = {k: jnp.zeros((), jnp.float32) for k in REG_KEYS}
-        keys = (
-            jax.random.split(key, len(self.layers))
-            if key is not None
-            else [None] * len(self.layers)
-        )
+        if key is None:
+            keys = [None] * len(self.layers)
+        elif isinstance(key, tuple):  # one entry per layer: its key, or its noise drawn ahead
+            keys = key
+        else:
+            keys = jax.random.split(key, len(self.layers))
         for layer, k in zip(self.layers, keys, strict=True):
             for name, value in layer.regularizers(x, training=training, key=k).items():
                 regs[name] = regs[name] + value
@@ -125,6 +128,39 @@ class ArithmeticNetwork(nnx.Module):
     def project(self) -> None:
         for layer in self.layers:
             layer.project()
+
+    @staticmethod
+    def layer_noise(factory, x_shape, x_dtype=jnp.float32):
+        """For a network whose units draw training noise (``draw_noise``): ``key -> tuple``,
+        per layer the noise it would draw inside ``apply_with_regularizers(x, key=key)`` for an
+        input ``x`` of ``x_shape`` (the same split, shapes and dtypes, so the same bits), or its
+        key where it draws none. ``None`` when no layer draws noise or the model is not an
+        ``ArithmeticNetwork``."""
+        abstract = nnx.eval_shape(lambda: factory(nnx.Rngs(0)))
+        if not isinstance(abstract, ArithmeticNetwork):
+            return None
+        draws = [getattr(type(layer), "draw_noise", None) for layer in abstract.layers]
+        if not any(draws):
+            return None
+        graphdef, state = nnx.split(abstract)
+
+        def inputs(state, x):
+            model, seen = nnx.merge(graphdef, state), []
+            for layer in model.layers:
+                seen.append(x)
+                x = layer(x, training=False)
+            return seen
+
+        avals = jax.eval_shape(inputs, state, jax.ShapeDtypeStruct(x_shape, x_dtype))
+
+        def draw(key):
+            keys = jax.random.split(key, len(draws))
+            return tuple(
+                k if d is None else d(k, a.shape, a.dtype)
+                for d, k, a in zip(draws, keys, avals, strict=True)
+            )
+
+        return draw
 
     def sparsity_error(self):
         """Max over the arithmetic layers; NaN when there are none (pure baselines)."""

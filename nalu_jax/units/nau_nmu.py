@@ -186,10 +186,20 @@ class SNMU(NMU):
     training = TrainingNeeds(noise=True)  # a key per training step for its noise
 
     def noise(self, x, key):
-        """n ~ U[1, 5], ``x``'s shape and dtype."""
+        """n ~ U[1, 5], ``x``'s shape and dtype, drawn from ``key``; or ``key`` is that noise
+        already drawn (``draw_noise``: the arithmetic task draws a training chunk's noise
+        ahead, the same bits, where XLA:CPU would re-derive the draw in every fused kernel
+        that reads it)."""
         if key is None:
             raise ValueError("key must be given to SNMU when training=True (it draws noise).")
-        return jax.random.uniform(key, x.shape, x.dtype, 1.0, 5.0)
+        if jnp.issubdtype(key.dtype, jnp.floating):  # drawn ahead
+            return key
+        return self.draw_noise(key, x.shape, x.dtype)
+
+    @staticmethod
+    def draw_noise(key, shape, dtype):
+        """The noise of an input of ``shape`` and ``dtype``: n ~ U[1, 5]."""
+        return jax.random.uniform(key, shape, dtype, 1.0, 5.0)
 
     def noised(self, x, n):
         """NMU(x ⊙ n) / NMU(n) for a given noise ``n`` (``x``'s shape)."""
