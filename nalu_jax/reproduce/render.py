@@ -342,8 +342,8 @@ class Renderer:
         return _pct(self._gridworld_t(cell, agent, t)["success_rate"])
 
     def gridworld_table(self, cell, times=None) -> str:
-        """Grid world: per T, each agent's mean success [t interval over seeds] and the seeds
-        mastering T; the random policy's success beside them."""
+        """Grid world: per T, each agent's mean success [t interval over seeds, clipped to
+        [0, 1]] and the seeds mastering T; the random policy's success beside them."""
         s = self.summary(cell)
         agents = s["agents"]
         times = list(times or s["test_times"])
@@ -355,8 +355,9 @@ class Renderer:
         for t in times:
             rows = [self._gridworld_t(cell, a["agent"], t) for a in agents]
             cells = [f"{t} (train)" if lo <= t <= hi else str(t)]
-            cells += [f"{_pct(r['success_rate'])} [{_pct(r['seed_interval'][0])}, "
-                      f"{_pct(r['seed_interval'][1])}]" for r in rows]  # fmt: skip
+            # a rate's t interval clipped to [0, 1]
+            cells += [f"{_pct(r['success_rate'])} [{_pct(max(0.0, r['seed_interval'][0]))}, "
+                      f"{_pct(min(1.0, r['seed_interval'][1]))}]" for r in rows]  # fmt: skip
             cells += [f"{r['seeds_mastered']}/{a['num_seeds']}" for r, a in zip(rows, agents,
                                                                                   strict=True)]  # fmt: skip
             cells.append(_pct(random[t]) if t in random else "—")
