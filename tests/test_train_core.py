@@ -48,6 +48,23 @@ def test_npu_beta_schedule(start, end, step, expected):
     assert float(value) == pytest.approx(expected, rel=1e-5)
 
 
+def train_periods(config, periods: int, seeds: int = 2):
+    """``seeds`` seeds of ``config`` initialised and trained ``periods`` evaluation periods,
+    in one block; their states."""
+    trainer = trainer_for(config)
+    states = jax.vmap(trainer.init)(seed_keys(0, np.arange(seeds)))
+    train = jax.jit(blocked(trainer.train, seeds, (0, None, None)))
+    for _ in range(periods):
+        states, _ = train(states, trainer.hparams, trainer.train_data)
+    return states
+
+
+def assert_same_states(a, b):
+    """Every leaf of two state trees bit for bit equal."""
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
 def one_step(config, w0):
     """One update of a single NAU from ``w0``; the new weights (2 seeds, both from ``w0``)."""
     trainer = trainer_for(config)
@@ -85,12 +102,8 @@ def test_inalu_reinitialises_stalled_seeds_per_seed():
     config = tiny(load_config("single_module", "op=mul,model=inalu,range=9"), seeds=2)
     config.train.lr = 1e-7
     config.eval_every = 500
-    trainer = trainer_for(config)
-    states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
-    before = np.asarray(states.params["layers"][0]["w_hat_a"][...])
-    train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
-    for _ in range(11):  # 5,500 steps: the first test after 5,000 losses is at step 5,010
-        states, _ = train(states, trainer.hparams, trainer.train_data)
+    before = np.asarray(train_periods(config, 0).params["layers"][0]["w_hat_a"][...])
+    states = train_periods(config, 11)  # 5,500 steps: the first test after 5,000 losses is at 5,010
     assert np.all(np.asarray(states.aux.reinits) >= 1)
     assert np.all(np.asarray(states.aux.hist_count) < 5_000)  # the store was cleared
     after = np.asarray(states.params["layers"][0]["w_hat_a"][...])
@@ -115,17 +128,11 @@ def test_inalu_stall_test_only_on_its_steps_equals_the_test_every_step(monkeypat
                 r._replace(after_update_every=None), *a, **k))  # fmt: skip
         else:
             monkeypatch.setattr(train_lib, "make_train", make_train)
-        trainer = trainer_for(config)
-        states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
-        train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
-        for _ in range(11):
-            states, _ = train(states, trainer.hparams, trainer.train_data)
-        return states
+        return train_periods(config, 11)
 
     phased, every = run(False), run(True)
     assert np.all(np.asarray(phased.aux.reinits) >= 1)
-    for a, b in zip(jax.tree.leaves(phased), jax.tree.leaves(every), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert_same_states(phased, every)
 
 
 @pytest.mark.parametrize(
@@ -150,12 +157,7 @@ def test_snmu_noise_drawn_ahead_equals_noise_drawn_in_the_step(monkeypatch, name
     def run(ahead):
         monkeypatch.setattr(ArithmeticNetwork, "layer_noise", staticmethod(
             ahead_noise if ahead else lambda *a, **k: None))  # fmt: skip
-        trainer = trainer_for(config)
-        states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
-        train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
-        for _ in range(4):
-            states, _ = train(states, trainer.hparams, trainer.train_data)
-        return states
+        return train_periods(config, 4)
 
     from nalu_jax.config import apply_precision
 
@@ -168,8 +170,7 @@ def test_snmu_noise_drawn_ahead_equals_noise_drawn_in_the_step(monkeypatch, name
     assert made and made[0] is not None  # the ahead path ran
     if precision == 64:
         assert jax.tree.leaves(ahead.params)[0].dtype == np.float64
-    for a, b in zip(jax.tree.leaves(ahead), jax.tree.leaves(in_step), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert_same_states(ahead, in_step)
 
 
 def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
