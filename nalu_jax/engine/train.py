@@ -354,20 +354,18 @@ def make_train(
 
     def train(state: TrainState, hp: HParams, data):
         """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
+        material = None  # without step_randomness each step derives from its own key
+        if recipe.step_randomness is not None:
+            steps = state.step + jnp.arange(eval_every, dtype=state.step.dtype)
+            material = jax.vmap(lambda t: recipe.step_randomness(step_key(state, t)))(steps)
         # under ``vmap`` the phases stay unbatched: an arange, not derived from the state
         phases = jnp.arange(eval_every) % every == 0 if phased else None
-        if recipe.step_randomness is None:
-            if phased:
-                step = lambda s, due: train_step(s, hp, data, due=due)
-                return jax.lax.scan(step, state, phases)
-            step = lambda s, _: train_step(s, hp, data)
-            return jax.lax.scan(step, state, None, length=eval_every)
-        steps = state.step + jnp.arange(eval_every, dtype=state.step.dtype)
-        material = jax.vmap(lambda t: recipe.step_randomness(step_key(state, t)))(steps)
-        if phased:
-            step = lambda s, md: train_step(s, hp, data, md[0], md[1])
-            return jax.lax.scan(step, state, (material, phases))
-        return jax.lax.scan(lambda s, m: train_step(s, hp, data, m), state, material)
+
+        def step(s, xs):
+            key, due = xs
+            return train_step(s, hp, data, key, True if due is None else due)
+
+        return jax.lax.scan(step, state, (material, phases), length=eval_every)
 
     def evaluate(state: TrainState, hp: HParams, data):
         aux, metrics = recipe.evaluate(nnx.merge(graphdef, state.params), state, hp, data)

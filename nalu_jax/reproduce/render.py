@@ -358,8 +358,8 @@ class Renderer:
             # a rate's t interval clipped to [0, 1]
             cells += [f"{_pct(r['success_rate'])} [{_pct(max(0.0, r['seed_interval'][0]))}, "
                       f"{_pct(min(1.0, r['seed_interval'][1]))}]" for r in rows]  # fmt: skip
-            cells += [f"{r['seeds_mastered']}/{a['num_seeds']}" for r, a in zip(rows, agents,
-                                                                                  strict=True)]  # fmt: skip
+            mastered = zip(rows, agents, strict=True)
+            cells += [f"{r['seeds_mastered']}/{a['num_seeds']}" for r, a in mastered]
             cells.append(_pct(random[t]) if t in random else "—")
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines)
