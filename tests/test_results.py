@@ -3,6 +3,7 @@ cell is committed with its provenance, a cell already committed is skipped, and 
 extended from 2 to 4 seeds (only seeds 2–3 run) equals one run of 4 seeds, for the static
 task and for a single-module cell (nine ranges as one sweep)."""
 
+import csv
 import json
 import os
 import subprocess
@@ -97,3 +98,69 @@ def test_provenance_command_names_no_machine_directories(tmp_path):
     assert invocation(argv, root) == "python -m nalu_jax.main --config=configs/identity.py"
     # a script outside the checkout keeps its name; other arguments are left alone
     assert invocation(["/elsewhere/x.py", "--a=/tmp/w"], root) == "/elsewhere/x.py --a=/tmp/w"
+
+
+def test_alias_names_a_cell_holding_the_same_config(tmp_path):
+    root = tmp_path / "results"
+    config = {"num_seeds": 2, "first_seed": 0, "num_steps": 10, "model": {"name": "nmu"}}
+    held = root / "table_a" / "mul-nmu"
+    held.mkdir(parents=True)
+    (held / "config.json").write_text(json.dumps(config))
+    (held / "provenance.json").write_text('{"batches": []}')
+    (held / "summary.json").write_text('{"success_rate": 1.0}')
+    want = root / "table_b" / "mul-nmu"
+    # only a cell with the same config and every seed is the same run
+    assert results_lib.find_same(str(root), {**config, "num_seeds": 4}) is None
+    assert results_lib.find_same(str(root), {**config, "model": {"name": "nau"}}) is None
+    assert results_lib.find_same(str(root), config, exclude=str(held)) is None
+    found = results_lib.find_same(str(root), config)
+    assert os.path.samefile(found, held)
+
+    results_lib.alias(str(want), found)
+    assert sorted(os.listdir(want)) == [results_lib.ALIAS_FILE]
+    assert json.load(open(want / results_lib.ALIAS_FILE)) == {"same_as": "../../table_a/mul-nmu"}
+    assert os.path.samefile(results_lib.resolve(str(want)), held)
+    assert results_lib.resolve(str(held)) == str(held)
+    assert results_lib.status(str(want), config) == ("done", 2)
+    # the alias holds no seeds of its own: another config (or more seeds) reads as missing
+    assert results_lib.status(str(want), {**config, "num_seeds": 4}) == ("missing", 0)
+    assert results_lib.cells(str(root)) == ["table_a/mul-nmu", "table_b/mul-nmu"]
+    assert results_lib.cells(str(root), aliases=False) == ["table_a/mul-nmu"]
+    # an alias is never found as the holder of a config, and names only committed cells
+    assert os.path.samefile(results_lib.find_same(str(root), config, exclude=str(want)), held)
+    with pytest.raises(results_lib.ConfigError, match="not a committed cell"):
+        results_lib.alias(str(root / "c"), str(root / "nowhere"))
+
+
+def test_launcher_aliases_a_cell_another_table_holds(tmp_path):
+    """The ablation's NMU row is Table 1's × NMU cell, config for config: with that cell
+    committed, the ablation names it instead of training the same seeds again, and its table
+    shows the same figures."""
+    from nalu_jax.reproduce.render import Renderer
+
+    res = tmp_path / "results"
+    launch("--table=iclr2020-arithmetic", "--ops=mul", "--models=nmu", "--seeds=2",
+           f"--workdir={tmp_path / 'a'}", f"--results={res}")  # fmt: skip
+    out = launch("--table=iclr2020-ablation", "--models=nmu", "--seeds=2",
+                 f"--workdir={tmp_path / 'b'}", f"--results={res}")  # fmt: skip
+    assert "holds the same config with all 2 seeds" in out and "1 already done" in out
+    assert "committed to" not in out and not (tmp_path / "b" / "cells").exists()
+    alias = res / "iclr2020-ablation" / "mul-nmu"
+    assert os.listdir(alias) == [results_lib.ALIAS_FILE]
+    rows = {}
+    for table in ("iclr2020-arithmetic", "iclr2020-ablation"):
+        with open(tmp_path / ("a" if table.endswith("arithmetic") else "b") / "table.csv") as f:
+            row = next(r for r in csv.DictReader(f) if r["model"] == "nmu" and r["op"] == "mul")
+        rows[table] = {k: row[k] for k in ("status", "num_seeds", "solved", "success_rate")}
+    assert rows["iclr2020-ablation"] == rows["iclr2020-arithmetic"]
+    assert rows["iclr2020-ablation"]["status"] == "done"
+    r = Renderer(str(res))
+    assert "the same config and seeds as `iclr2020-arithmetic/mul-nmu`" in r.provenance(
+        "iclr2020-ablation/mul-nmu"
+    )
+    assert "the same run as `iclr2020-arithmetic/mul-nmu`" in r.timing_table("iclr2020-ablation")
+    # a variant with its own config is not aliased: it runs
+    out = launch("--table=iclr2020-ablation", "--models=nmu_no_clamp", "--seeds=2",
+                 f"--workdir={tmp_path / 'b'}", f"--results={res}")  # fmt: skip
+    assert "committed to" in out
+    assert (res / "iclr2020-ablation" / "mul-nmu_no_clamp" / "provenance.json").exists()

@@ -30,9 +30,10 @@ def write(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
 
 
 def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
-    """Per cell: ``("committed", dir)`` (skipped), ``("run", config, dir)`` or
-    ``("extend", config of the missing seeds, dir)``; results cells that hold another config
-    are left alone unless ``overwrite``."""
+    """Per cell: ``("committed", dir)`` (skipped), ``("same", dir of another committed cell
+    holding the same config and seeds, results dir)`` (aliased, not run), ``("run", config,
+    dir, results dir)`` or ``("extend", config of the missing seeds, dir)``; results cells that
+    hold another config are left alone unless ``overwrite``."""
     from nalu_jax.reproduce import results as results_lib
     from nalu_jax.runtime.workdir import first_difference
 
@@ -40,8 +41,14 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
     for c in runnable:
         cfg, rdir = cfgs[c.key], os.path.join(results, spec.name, c.key) if results else None
         state, have = results_lib.status(rdir, cfg) if rdir else ("missing", 0)
+        same = (results_lib.find_same(results, cfg, exclude=rdir)
+                if state == "missing" and rdir and not overwrite else None)  # fmt: skip
         if state == "done" and not overwrite:
-            plan[c.key] = ("committed", rdir)
+            plan[c.key] = ("committed", results_lib.resolve(rdir))
+        elif same is not None:
+            plan[c.key] = ("same", same, rdir)
+            log(f"{c.key}: {same} holds the same config with all {int(cfg.num_seeds)} seeds; "
+                f"{rdir} names it (same_as.json) instead of training them again")  # fmt: skip
         elif state == "extend" and not overwrite:
             more = cfg.copy_and_resolve_references()
             more.first_seed = int(cfg.first_seed) + have
@@ -76,7 +83,8 @@ def reproduce(
     rows of their own (``specs.with_extra``).
 
     ``results``: the committed results root (``results/``). A cell committed there with the
-    same config is skipped; one committed with the first seeds of the same config runs only the
+    same config is skipped, and so is one that another committed cell already holds (it becomes
+    an alias of that cell, ``results.alias``); one committed with the first seeds of the same config runs only the
     missing seeds and merges them (``results.merge``); every finished cell is committed to
     ``results/TABLE/OP-MODEL`` (``results.commit``). None: the workdir only.
     """
@@ -94,7 +102,7 @@ def reproduce(
     pending = [
         c
         for c in runnable
-        if plan[c.key][0] != "committed"
+        if plan[c.key][0] not in ("committed", "same")
         and cells_lib.finished(plan[c.key][2], plan[c.key][1]) is None
     ]
     for c in chosen:
@@ -125,6 +133,10 @@ def reproduce(
         done = c not in pending
         log(f"== {c.key} ({i + 1}/{len(runnable)}){' done, skipped' if done else ''}")
         if step[0] == "committed":
+            located[c.key] = step[1]
+            continue
+        if step[0] == "same":
+            results_lib.alias(step[2], step[1])
             located[c.key] = step[1]
             continue
         t0 = time.perf_counter()

@@ -71,7 +71,7 @@ class Renderer:
 
     # -------------------------------------------------------------------------- reading
     def _dir(self, cell: str) -> str:
-        path = os.path.join(self.root, cell)
+        path = results_lib.resolve(os.path.join(self.root, cell))
         if not os.path.exists(os.path.join(path, "provenance.json")):
             raise Missing(cell)
         return path
@@ -123,9 +123,18 @@ class Renderer:
             self._dir(c)
         return text
 
+    def _same_as(self, cell: str) -> str | None:
+        """The cell (relative to the root) whose data alias ``cell`` shows, or None."""
+        target = results_lib.alias_target(os.path.join(self.root, cell))
+        return os.path.relpath(target, self.root) if target else None
+
     def provenance(self, *cells) -> str:
         parts = []
         for c in cells:
+            same = self._same_as(c)
+            if same:
+                parts.append(f"`{c}`: the same config and seeds as `{same}`, shown from it")
+                continue
             for b in self.batches(c):
                 m = b["machine"]
                 where = (
@@ -152,7 +161,9 @@ class Renderer:
             wanted = {c for c in wanted if c.key in set(only)}
         pub = tables.published(spec)
         rows = tables.collect(
-            spec, self.root, locate=lambda c: os.path.join(self.root, table, c.key)
+            spec,
+            self.root,
+            locate=lambda c: results_lib.resolve(os.path.join(self.root, table, c.key)),
         )
         keyed = {(r["op"], r["model"], r.get("range", "")): r for r in rows}
         out = []
@@ -248,6 +259,11 @@ class Renderer:
             try:
                 batches = self.batches(path)
             except Missing:
+                continue
+            same = self._same_as(path)
+            if same:
+                lines.append(f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
+                             f"the same run as `{same}` | | | |")  # fmt: skip
                 continue
             for b in batches:
                 m = b["machine"]

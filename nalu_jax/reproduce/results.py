@@ -21,6 +21,12 @@ are run, as a second batch with ``first_seed`` set, and ``merge`` joins them: se
 do not depend on which seeds ran beside it, so the merged cell equals one run of all seeds), or
 holds another config (then it is left alone unless the launcher is told to overwrite).
 
+Two tables can hold the same experiment: the ICLR 2020 ablation's NMU and NAC• rows are Table 1's
+× NMU and × NAC• cells, config for config. A launcher asked for a cell that another committed cell
+already holds (``find_same``: the same config with every seed) writes an *alias* in its place,
+``same_as.json`` naming that cell, instead of training the same seeds again; ``resolve`` follows
+it, and every reader (``status``, the renderer) goes through ``resolve``.
+
 ``docs/reproductions.md`` is rendered from this tree (``nalu_jax.reproduce.render``).
 """
 
@@ -50,6 +56,8 @@ MAX_FILE_BYTES = 2_000_000
 #: summary keys that describe the machine's speed, not the seeds (summed or recomputed on merge)
 TIMING_KEYS = ("wall_time_s", "compile_time_s", "seed_steps_per_s", "resumed_from_step")
 _SKIP_DIRS = {"checkpoints", "checkpoints-unusable", "tensorboard", "cells"}
+#: an alias cell's one file: {"same_as": path of the cell holding its data, relative to it}
+ALIAS_FILE = "same_as.json"
 
 
 def default_root() -> str:
@@ -203,14 +211,33 @@ def _comparable(config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in SEED_FIELDS + IGNORED_FIELDS}
 
 
+def alias_target(cell: str) -> str | None:
+    """The cell an alias ``cell`` names (a path), or None when ``cell`` is not an alias."""
+    path = os.path.join(cell, ALIAS_FILE)
+    if not os.path.exists(path):
+        return None
+    return os.path.normpath(os.path.join(cell, read_json(path)["same_as"]))
+
+
+def resolve(cell: str) -> str:
+    """The directory holding ``cell``'s data: ``cell`` itself, or the cell its alias names."""
+    return alias_target(cell) or cell
+
+
 def status(cell: str, config) -> tuple[str, int]:
     """Whether committed cell ``cell`` holds ``config``'s result.
 
     Returns ``(state, seeds)``: ``("missing", 0)``; ``("done", n)`` when it holds the same
     config with every one of its seeds; ``("extend", n)`` when it holds the same config with
     the first ``n`` of its seeds (n < num_seeds), so only the rest need to run; ``("other", n)``
-    when it holds a different config (or seeds that are not a prefix).
+    when it holds a different config (or seeds that are not a prefix). An alias is "done" when
+    the cell it names is, and otherwise "missing" (it holds no data of its own to extend or
+    keep: a run replaces it).
     """
+    target = alias_target(cell)
+    if target is not None:
+        state = status(target, config)
+        return state if state[0] == "done" else ("missing", 0)
     path = os.path.join(cell, "config.json")
     if not os.path.exists(path) or not os.path.exists(os.path.join(cell, "provenance.json")):
         return "missing", 0
@@ -426,15 +453,46 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
     return cell
 
 
-def cells(root: str) -> list[str]:
-    """Every committed cell under ``root`` (directories holding ``provenance.json``)."""
+def cells(root: str, aliases: bool = True) -> list[str]:
+    """Every committed cell under ``root`` (directories holding ``provenance.json``, and with
+    ``aliases`` those holding ``same_as.json``)."""
     out = []
+    marks = ("provenance.json", ALIAS_FILE) if aliases else ("provenance.json",)
     for dirpath, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        if "provenance.json" in names:
+        if any(m in names for m in marks):
             out.append(os.path.relpath(dirpath, root))
             dirs[:] = []
     return out
+
+
+def find_same(root: str, config, exclude: str | None = None) -> str | None:
+    """A committed cell under ``root`` (not an alias, not ``exclude``) that holds ``config``
+    with every one of its seeds, as a path; None when there is none."""
+    skip = os.path.normpath(exclude) if exclude else None
+    for rel in cells(root, aliases=False):
+        cell = os.path.join(root, rel)
+        if os.path.normpath(cell) != skip and status(cell, config)[0] == "done":
+            return cell
+    return None
+
+
+def alias(cell: str, target: str) -> str:
+    """Write ``cell`` as an alias of committed cell ``target`` (replacing what ``cell`` held,
+    atomically). Returns ``cell``."""
+    from nalu_jax.reporting.report import atomic_write, dumps
+
+    if not os.path.exists(os.path.join(target, "provenance.json")):
+        raise ConfigError(f"{target} is not a committed cell, so {cell} cannot name it.")
+    rel = os.path.relpath(os.path.abspath(target), os.path.abspath(cell))
+    tmp = _tmpdir(cell)
+    try:
+        atomic_write(os.path.join(tmp, ALIAS_FILE), dumps({"same_as": rel}) + "\n")
+        _replace_dir(tmp, cell)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return cell
 
 
 def main(argv=None) -> int:
