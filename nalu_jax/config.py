@@ -104,6 +104,17 @@ def validate_common(config, positive=()) -> None:
         raise ConfigError(f"train.lr must be a finite positive number, got {lr!r}.")
 
 
+#: run fields added after results were committed, with the value every older run had: a config
+#: written without one (a results cell, a workdir) compares as if it held that value
+ADDED_FIELDS = {"cpu_ynn_fusions": True}
+
+
+def with_added_fields(config: dict) -> dict:
+    """``config`` (a plain dict) with every field of ``ADDED_FIELDS`` it lacks, at the value
+    runs had before the field existed."""
+    return {**ADDED_FIELDS, **config}
+
+
 def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: int):
     """A ConfigDict with the top-level run fields every experiment has.
 
@@ -120,6 +131,12 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.seed_block = seed_block
     c.precision = 32  # 32, or 64: jax_enable_x64 (float64 model, loss, optimiser; see README)
     c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.reporting.events)
+    # On CPU, XLA hands some fusions (dots, reductions) to the YNNPACK library. False compiles
+    # the training program with XLA's own kernels for all of them: other summation order (other
+    # last bits), and on the single-module task 1.1-3x faster; the
+    # 100-input task is twice as slow without them (WORKSPACE "Performance: the single-module
+    # step"). Ignored on GPU and TPU.
+    c.cpu_ynn_fusions = True
     # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all
     # listed ones). Every name of SWEEPABLE has a slot; each experiment accepts its own subset.
     c.sweep = ml_collections.ConfigDict()

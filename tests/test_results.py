@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_config
 
 from nalu_jax.reproduce import results as results_lib
 
@@ -164,3 +164,34 @@ def test_launcher_aliases_a_cell_another_table_holds(tmp_path):
                  f"--workdir={tmp_path / 'b'}", f"--results={res}")  # fmt: skip
     assert "committed to" in out
     assert (res / "iclr2020-ablation" / "mul-nmu_no_clamp" / "provenance.json").exists()
+
+
+def test_a_field_added_later_compares_as_its_old_value(tmp_path):
+    """Cells and workdirs written before ``cpu_ynn_fusions`` existed ran with YNNPACK's
+    fusions: they hold the config with the field True, and not one with it False."""
+    from nalu_jax.config import ADDED_FIELDS
+    from nalu_jax.runtime.workdir import prepare_workdir, release
+
+    assert ADDED_FIELDS == {"cpu_ynn_fusions": True}
+    old = {"num_seeds": 2, "first_seed": 0, "num_steps": 10, "model": {"name": "nmu"}}
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    (cell / "config.json").write_text(json.dumps(old))
+    (cell / "provenance.json").write_text('{"batches": []}')
+    assert results_lib.status(str(cell), {**old, "cpu_ynn_fusions": True}) == ("done", 2)
+    assert results_lib.status(str(cell), {**old, "cpu_ynn_fusions": False}) == ("other", 2)
+
+    config = load_config("arithmetic", "model=nmu")
+    written = json.loads(config.to_json_best_effort())
+    del written["cpu_ynn_fusions"]
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "config.json").write_text(json.dumps(written))
+    prepare_workdir(str(work), config)  # resumes: the old run had the default
+    release(str(work))
+    assert json.load(open(work / "config.json"))["cpu_ynn_fusions"] is True
+    (work / "config.json").write_text(json.dumps(written))
+    config.cpu_ynn_fusions = False
+    with pytest.raises(results_lib.ConfigError, match="differs in cpu_ynn_fusions"):
+        prepare_workdir(str(work), config)
+    release(str(work))

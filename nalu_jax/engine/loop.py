@@ -118,12 +118,13 @@ class DevicePopulation:
         """One copy of ``tree`` per device (shared arguments: hyperparameters, data)."""
         return [jax.device_put(tree, d) for d in self.devices]
 
-    def compile(self, fn, *per_device_args) -> list:
-        """``fn`` (already jitted) lowered and compiled for each device's arguments."""
+    def compile(self, fn, *per_device_args, options: dict | None = None) -> list:
+        """``fn`` (already jitted) lowered and compiled for each device's arguments, with the
+        per-program XLA ``options`` (``compiler_options``)."""
         from concurrent.futures import ThreadPoolExecutor
 
         def one(args):
-            return fn.lower(*args).compile()
+            return fn.lower(*args).compile(compiler_options=options or None)
 
         with ThreadPoolExecutor(len(self.devices)) as pool:  # XLA compiles outside the GIL
             return list(pool.map(one, zip(*per_device_args, strict=True)))
@@ -278,6 +279,19 @@ def checkpoint_tree(states, history: dict, clock=None) -> dict:
     return {"states": states, "history": history, "clock": clock}
 
 
+#: XLA:CPU's option naming the fusion kinds it hands to YNNPACK ("": none)
+YNN_FUSIONS_OPTION = "xla_cpu_experimental_ynn_fusion_type"
+
+
+def compiler_options(config, platform: str) -> dict:
+    """The per-program XLA options ``config`` asks for on ``platform`` (the process's
+    ``XLA_FLAGS`` are left as they are): ``cpu_ynn_fusions=False`` on CPU compiles every fusion
+    with XLA's own kernels instead of YNNPACK's."""
+    if platform == "cpu" and not config.get("cpu_ynn_fusions", True):
+        return {YNN_FUSIONS_OPTION: ""}
+    return {}
+
+
 def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkpoint_process,
                     progress, desc, postfix, on_checkpoint, on_evaluation,
                     extend_from=()):  # fmt: skip
@@ -329,8 +343,9 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     parts = pop.split(states)
     del states
     if done < num_evals:  # a finished run only reports
-        evaluate_c = pop.compile(eval_fn, parts, *e_args)
-        train_c = pop.compile(train_fn, parts, *t_args)
+        options = compiler_options(config, pop.devices[0].platform)
+        evaluate_c = pop.compile(eval_fn, parts, *e_args, options=options)
+        train_c = pop.compile(train_fn, parts, *t_args, options=options)
     compile_s = time.perf_counter() - t0
     clock[0] += compile_s
     if stop.signum is not None:

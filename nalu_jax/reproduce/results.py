@@ -208,6 +208,9 @@ def config_dict(config) -> dict:
 
 
 def _comparable(config: dict) -> dict:
+    from nalu_jax.config import with_added_fields
+
+    config = with_added_fields(config)
     return {k: v for k, v in config.items() if k not in SEED_FIELDS + IGNORED_FIELDS}
 
 

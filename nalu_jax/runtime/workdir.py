@@ -9,7 +9,7 @@ import os
 import shutil
 import time
 
-from nalu_jax.config import ConfigError
+from nalu_jax.config import ConfigError, with_added_fields
 from nalu_jax.reporting.report import atomic_write
 
 LOCK = ".lock"
@@ -87,8 +87,8 @@ def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) ->
     if os.path.exists(path):
         with open(path) as f:
             old = f.read()
-        if old != text and not overwrite:
-            before, after = json.loads(old), json.loads(text)
+        before, after = with_added_fields(json.loads(old)), json.loads(text)
+        if before != after and not overwrite:
             field = first_difference(_fixed(before), _fixed(after)) or first_difference(
                 before, after
             )

@@ -1,0 +1,73 @@
+"""Per-program XLA options (``config.cpu_ynn_fusions``, ``nalu_jax.engine.loop.compiler_options``).
+
+The single-module configs compile their programs without YNNPACK's fusions (faster for its tiny
+reductions). That changes the order of some sums, so the per-seed numbers differ in their last
+bits; what must not change is the distribution: the test trains the same seeds both ways and
+asserts that the option took effect (other bits) and that the same seeds are solved with errors
+of the same size.
+"""
+
+import csv
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import load_config
+
+from nalu_jax.engine.loop import YNN_FUSIONS_OPTION, DevicePopulation, compiler_options
+from nalu_jax.experiments import train_and_evaluate
+
+
+def test_options_follow_the_config_and_platform():
+    on, off = load_config("arithmetic", "model=nmu"), load_config("single_module", "model=nmu")
+    assert on.cpu_ynn_fusions is True and off.cpu_ynn_fusions is False
+    assert compiler_options(on, "cpu") == {}
+    assert compiler_options(off, "cpu") == {YNN_FUSIONS_OPTION: ""}
+    assert compiler_options(off, "gpu") == {} and compiler_options(off, "tpu") == {}
+
+
+def test_the_option_reaches_the_compiled_program():
+    # the NMRU's weight-gradient shape: a batch reduction of [seeds, batch, 2·in]
+    fn = jax.jit(lambda a, b: (jnp.abs(a) * b).sum(axis=1))
+    args = [np.ones((13, 128, 4), np.float32), np.ones((13, 128, 4), np.float32)]
+    pop = DevicePopulation(jax.devices("cpu")[:1])
+    default = pop.compile(fn, [args[0]], [args[1]])[0].as_text()
+    without = pop.compile(fn, [args[0]], [args[1]], options={YNN_FUSIONS_OPTION: ""})[0]
+    assert "ynn" not in without.as_text().lower()
+    if "ynn" not in default.lower():
+        pytest.skip("this jaxlib hands no fusion of this program to YNNPACK")
+    out = pop.run([without], [args[0]], [args[1]])[0]
+    np.testing.assert_array_equal(np.asarray(out), np.full((13, 4), 128.0, np.float32))
+
+
+def _rows(workdir):
+    with open(os.path.join(workdir, "seeds.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize(("model", "steps"), [("nmu", 50_000), ("nalu", 20_000)])
+def test_same_seeds_solved_with_and_without_ynn_fusions(model, steps, tmp_path):
+    rows = {}
+    for ynn in (True, False):
+        config = load_config("single_module", f"op=mul,model={model},seeds=25,steps={steps}")
+        config.cpu_ynn_fusions = ynn
+        config.tensorboard = False
+        workdir = str(tmp_path / str(ynn))
+        train_and_evaluate(config, workdir, progress=False)
+        rows[ynn] = _rows(workdir)
+    with_, without = rows[True], rows[False]
+    mse = lambda rs: np.array([float(r["extrapolation_mse"]) for r in rs])
+    # the option took effect: the sums run in another order, so the numbers differ in bits
+    assert not np.array_equal(mse(with_), mse(without))
+    solved = lambda rs: [r["solved"] == "1" for r in rs]
+    agree = sum(a == b for a, b in zip(solved(with_), solved(without), strict=True))
+    assert agree >= 23, (solved(with_), solved(without))  # ≥ 92% of the seeds
+    assert abs(sum(solved(with_)) - sum(solved(without))) <= 2
+    # errors of the same size: per seed within a factor 10 (or both below 1e-8), median x 2
+    a, b = mse(with_), mse(without)
+    tiny = (a < 1e-8) & (b < 1e-8)
+    ratio = np.maximum(a, b)[~tiny] / np.maximum(np.minimum(a, b)[~tiny], 1e-30)
+    assert np.sum(ratio > 10) <= 2, ratio
+    assert 0.5 <= np.median(a) / max(np.median(b), 1e-30) <= 2 or np.median(np.maximum(a, b)) < 1e-8
