@@ -39,7 +39,7 @@ def get_config(arg=None):
     # the arithmetic units' per-seed bits are the same at either width (tools/check_identity.py).
     c.seed_block = 13
     c.num_steps = v["steps"]
-    # XLA's own CPU kernels rather than YNNPACK's for this task's tiny reductions: 1.1-3x the
+    # XLA's own CPU kernels rather than YNNPACK's for this task's tiny reductions: 1.1-2.8x the
     # seed-steps/s of every unit (WORKSPACE "Performance: the single-module step"); the same
     # seeds solve either way (tests/test_compiler_options.py).
     c.cpu_ynn_fusions = False

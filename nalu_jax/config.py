@@ -132,10 +132,10 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.precision = 32  # 32, or 64: jax_enable_x64 (float64 model, loss, optimiser; see README)
     c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.reporting.events)
     # On CPU, XLA hands some fusions (dots, reductions) to the YNNPACK library. False compiles
-    # the training program with XLA's own kernels for all of them: other summation order (other
-    # last bits), and on the single-module task 1.1-3x faster; the
-    # 100-input task is twice as slow without them (WORKSPACE "Performance: the single-module
-    # step"). Ignored on GPU and TPU.
+    # the training program with XLA's own kernels for all of them: another summation order
+    # (other last bits), 1.1-2.8x faster on the single-module task, while the 100-input task
+    # runs at half speed without them (WORKSPACE "Performance: the single-module step").
+    # Ignored on GPU and TPU.
     c.cpu_ynn_fusions = True
     # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all
     # listed ones). Every name of SWEEPABLE has a slot; each experiment accepts its own subset.

@@ -195,3 +195,21 @@ def test_a_field_added_later_compares_as_its_old_value(tmp_path):
     with pytest.raises(results_lib.ConfigError, match="differs in cpu_ynn_fusions"):
         prepare_workdir(str(work), config)
     release(str(work))
+
+
+def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):
+    repo = tmp_path / "checkout"
+    (repo / "results" / "t").mkdir(parents=True)
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "unit.py").write_text("x = 1\n")
+    (repo / "results" / "t" / "seeds.csv").write_text("seed\n0\n")
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    assert not results_lib.code_modified(str(repo / "pkg"))
+    (repo / "results" / "t" / "seeds.csv").write_text("seed\n0\n1\n")  # a cell just committed
+    (repo / "untracked.txt").write_text("")
+    assert not results_lib.code_modified(str(repo / "pkg"))
+    (repo / "pkg" / "unit.py").write_text("x = 2\n")
+    assert results_lib.code_modified(str(repo / "pkg"))

@@ -71,8 +71,8 @@ def default_root() -> str:
 # ---------------------------------------------------------------------------- provenance
 
 
-def _git(*args: str) -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
+def _git(*args: str, cwd: str | None = None) -> str:
+    here = cwd or os.path.dirname(os.path.abspath(__file__))
     try:
         out = subprocess.run(
             ["git", "-C", here, *args], capture_output=True, text=True, timeout=10, check=True
@@ -123,6 +123,14 @@ def versions() -> dict:
     }
 
 
+def code_modified(cwd: str | None = None) -> bool:
+    """Whether tracked files of the checkout other than ``results/`` differ from its commit.
+    Code, not data: a table run commits its cells one after another, so ``results/`` is
+    modified from the second cell on."""
+    status = ["status", "--porcelain", "--untracked-files=no"]
+    return bool(_git(*status, "--", ":(top)", ":(top,exclude)results", cwd=cwd))
+
+
 def provenance_entry(
     summary: dict, config: dict, command: str | None = None, code_commit: str | None = None
 ) -> dict:
@@ -133,7 +141,7 @@ def provenance_entry(
     if code_commit:
         dirty = False
     elif commit:
-        dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+        dirty = code_modified()
     else:  # a copy of the tree without .git (e.g. shipped to a cluster node): the launcher
         commit = os.environ.get("NALU_JAX_COMMIT", "unknown")  # says which commit it is
         dirty = os.environ.get("NALU_JAX_DIRTY", "") == "1"
