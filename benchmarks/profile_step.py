@@ -93,7 +93,7 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
     from flax import nnx
 
     from nalu_jax.engine import train
-    from nalu_jax.engine.loop import blocked
+    from nalu_jax.engine.loop import blocked, compiler_options
     from nalu_jax.experiments import arithmetic as exp
     from nalu_jax.tasks import arithmetic as task_lib
     from nalu_jax.tasks import eval_sets
@@ -103,8 +103,10 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
     block = int(config.seed_block)
     assert seeds % block == 0, "--seeds must be a multiple of seed_block"
 
+    options = compiler_options(config, jax.default_backend()) or None  # as the engine's
+
     def vmapped(fn):
-        return jax.jit(blocked(fn, block, (0,)))
+        return jax.jit(blocked(fn, block, (0,)), compiler_options=options)
 
     task = exp.build_task(config)
     factory, names = exp.build_model_factory(config, task)

@@ -98,3 +98,15 @@ def test_threefry_runs_unrolled_on_cpu_without_a_while_loop():
     assert rng.UNROLLED_THREEFRY
     hlo = jax.jit(lambda k: jax.random.fold_in(k, 3)).lower(jax.random.key(0)).as_text()
     assert "while" not in hlo
+
+
+def test_values_drawn_ahead_scale_to_the_same_bits():
+    words = rng.derive(jax.random.key(3))
+    for lo, hi in ((0.0, 1.0), (1.0, 2.0), (-6.1, -1.2), (0.0, 2.0)):
+        direct = np.asarray(rng.uniform(words, (64, 3), lo, hi))
+        ahead = np.asarray(rng.uniform(rng.units(words, (64, 3)), (64, 3), lo, hi))
+        np.testing.assert_array_equal(direct, ahead)
+    x = sample_inputs(rng.units(words, (64, 3)), (64, 3), (1.0, 2.0), sampler="hash")
+    np.testing.assert_array_equal(x, sample_inputs(words, (64, 3), (1.0, 2.0), sampler="hash"))
+    with pytest.raises(ValueError, match="drawn ahead for shape"):
+        rng.uniform(rng.units(words, (64, 3)), (3, 64))

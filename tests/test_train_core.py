@@ -227,3 +227,44 @@ def test_init_in_blocks_is_one_vmap_over_every_seed(block):
     # and not every seed alike: each block draws its own seeds' parameters
     w = np.asarray(parts.params["layers"][0]["w_hat"][...])
     assert not np.allclose(w[0], w[-1])
+
+
+@pytest.mark.parametrize(
+    ("name", "arg"),
+    [("single_module", "op=mul,model=nmu"), ("single_module", "op=add,model=nac_add,range=4"),
+     ("single_module", "op=mul,model=snmu")],
+)  # fmt: skip
+def test_small_batch_drawn_ahead_equals_the_batch_drawn_in_the_step(monkeypatch, name, arg):
+    # A chunk's batches of at most DRAW_AHEAD_ELEMENTS are drawn before the scan (rng.units);
+    # with the limit at 0 each step hashes its own: the same values, and for these units
+    # (no exp/log) the same bits.
+    from nalu_jax import rng as rng_lib
+    from nalu_jax.experiments import arithmetic as exp
+
+    config = tiny(load_config(name, arg), seeds=2)
+    config.eval_every = 50
+    units, drawn = rng_lib.units, []
+
+    def spy(*args, **kwargs):
+        drawn.append(units(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(rng_lib, "units", spy)
+    ahead = train_periods(config, 4)
+    assert drawn and drawn[0].units.shape[-2:] == (128, 2)
+    monkeypatch.setattr(exp, "DRAW_AHEAD_ELEMENTS", 0)
+    drawn.clear()
+    in_step = train_periods(config, 4)
+    assert not drawn  # the words path ran
+    assert_same_states(ahead, in_step)
+
+
+def test_which_tasks_draw_their_batches_ahead():
+    from nalu_jax.experiments.arithmetic import draws_batch_ahead
+
+    single, arith = load_config("single_module", "model=nmu"), load_config("arithmetic", "")
+    assert draws_batch_ahead(single, (2,))  # 128 × 2 × 1,000
+    assert not draws_batch_ahead(single, (100,))  # the redundant-input variant
+    assert not draws_batch_ahead(arith, (100,))  # Table 1's task keeps the two words
+    single.train.sampler = "threefry"
+    assert not draws_batch_ahead(single, (2,))

@@ -37,6 +37,8 @@ from nalu_jax.units import UNITS, training_needs
 
 INALU_HISTORY = 5000  # iNALU: training losses kept for the stall test
 INALU_CHECK_EVERY = 10  # … tested every this many steps
+#: batches of at most this many elements per chunk of steps (4 MiB a seed) are drawn ahead
+DRAW_AHEAD_ELEMENTS = 1 << 20
 RANGE_FIELDS = ("range_index", "interpolation_range", "extrapolation_range")
 SWEEPABLE = tuple(ALL_SWEEPABLE)  # every traced hyperparameter, ranges included
 
@@ -187,6 +189,17 @@ def build_hparams(config, names) -> train.HParams:
     )
 
 
+def draws_batch_ahead(config, input_shape) -> bool:
+    """Whether the training batches are drawn whole with the step's other randomness (their
+    [0, 1) values, a chunk of ``eval_every`` steps before the scan: ``rng.units``) rather than
+    as the sampler's two words: with the hash sampler, when a chunk's batches hold at most
+    ``DRAW_AHEAD_ELEMENTS`` (the single-module task, not the 100-input one). The same values
+    either way; XLA:CPU may fuse the step differently, so a unit with exp/log (NALU, G-NALU)
+    differs in its last bits (WORKSPACE "Performance: the single-module step")."""
+    elements = int(config.train.batch_size) * math.prod(input_shape) * int(config.eval_every)
+    return str(config.train.sampler) == "hash" and elements <= DRAW_AHEAD_ELEMENTS
+
+
 def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_data):
     """The ``Recipe`` of a model trained on fresh inputs from ``task``'s generator.
 
@@ -223,12 +236,16 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
         ArithmeticNetwork.layer_noise(factory, (batch_size, *input_shape)) if needs.noise else None
     )
 
+    batch_shape = (batch_size, *input_shape)
+    draw_ahead = draws_batch_ahead(config, input_shape)
+
     def step_randomness(key):
         """The step's sampler material and noise key, or its layers' noise drawn from that
         key (derived once per step, before the chunk's scan: ``Recipe``)."""
         data_key, noise_key = jax.random.split(key)
         noise = noise_key if layer_noise is None else layer_noise(noise_key)
-        return rng_lib.derive(data_key, sampler), noise
+        material = rng_lib.derive(data_key, sampler)
+        return (rng_lib.units(material, batch_shape) if draw_ahead else material), noise
 
     def loss(model, hp, state, randomness, data):
         data_key, noise_key = randomness
