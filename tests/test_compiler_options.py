@@ -29,6 +29,16 @@ def test_options_follow_the_config_and_platform():
     assert compiler_options(off, "gpu") == {} and compiler_options(off, "tpu") == {}
 
 
+def test_a_jaxlib_without_the_option_compiles_without_it(monkeypatch):
+    from nalu_jax.engine import loop
+
+    assert loop.cpu_option_known(YNN_FUSIONS_OPTION)  # this jaxlib has YNNPACK
+    assert not loop.cpu_option_known("xla_cpu_no_such_option_in_any_jaxlib")
+    # without YNNPACK, XLA's own kernels are all there is: the option is simply left out
+    monkeypatch.setattr(loop, "cpu_option_known", lambda name, value="": False)
+    assert compiler_options(load_config("single_module", "model=nmu"), "cpu") == {}
+
+
 def test_the_option_reaches_the_compiled_program():
     # the NMRU's weight-gradient shape: a batch reduction of [seeds, batch, 2·in]
     fn = jax.jit(lambda a, b: (jnp.abs(a) * b).sum(axis=1))

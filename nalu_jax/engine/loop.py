@@ -18,6 +18,7 @@ alone, among 1,000 others, or at any position (``tests/test_engine.py`` checks t
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import signal
@@ -283,12 +284,26 @@ def checkpoint_tree(states, history: dict, clock=None) -> dict:
 YNN_FUSIONS_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 
 
+@functools.cache
+def cpu_option_known(name: str, value: str = "") -> bool:
+    """Whether this jaxlib's XLA:CPU accepts compile option ``name`` (a tiny compile)."""
+    try:
+        jax.jit(lambda x: x + 1).lower(np.zeros(2, np.float32)).compile(
+            compiler_options={name: value}
+        )
+    except Exception as e:  # jaxlib's error type moved between versions
+        if "No such compile option" in str(e):
+            return False
+        raise
+    return True
+
+
 def compiler_options(config, platform: str) -> dict:
     """The per-program XLA options ``config`` asks for on ``platform`` (the process's
     ``XLA_FLAGS`` are left as they are): ``cpu_ynn_fusions=False`` on CPU compiles every fusion
-    with XLA's own kernels instead of YNNPACK's."""
+    with XLA's own kernels instead of YNNPACK's (a jaxlib without YNNPACK has only those)."""
     if platform == "cpu" and not config.get("cpu_ynn_fusions", True):
-        return {YNN_FUSIONS_OPTION: ""}
+        return {YNN_FUSIONS_OPTION: ""} if cpu_option_known(YNN_FUSIONS_OPTION) else {}
     return {}
 
 
