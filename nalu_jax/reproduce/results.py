@@ -32,6 +32,7 @@ it, and every reader (``status``, the renderer) goes through ``resolve``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime
 import io
@@ -306,6 +307,19 @@ def _tmpdir(cell: str) -> str:
     return tempfile.mkdtemp(prefix=f".{os.path.basename(cell)}-", dir=parent)
 
 
+@contextlib.contextmanager
+def _writing(cell: str):
+    """A temporary directory beside ``cell`` to fill: leaving the block without an error
+    replaces ``cell`` with it (``_replace_dir``), an error removes it."""
+    tmp = _tmpdir(cell)
+    try:
+        yield tmp
+        _replace_dir(tmp, cell)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def commit(
     workdir: str, cell: str, *, command: str | None = None, code_commit: str | None = None
 ) -> str:
@@ -318,17 +332,12 @@ def commit(
     files = _files(workdir)
     config = read_json(os.path.join(workdir, "config.json"))
     summary = read_json(os.path.join(workdir, "summary.json"))
-    tmp = _tmpdir(cell)
-    try:
+    with _writing(cell) as tmp:
         for rel in files:
             os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
             shutil.copyfile(os.path.join(workdir, rel), os.path.join(tmp, rel))
         entry = provenance_entry(summary, config, command, code_commit)
         atomic_write(os.path.join(tmp, "provenance.json"), dumps({"batches": [entry]}) + "\n")
-        _replace_dir(tmp, cell)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return cell
 
 
@@ -424,8 +433,7 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
             f"merging seed batches is implemented for the arithmetic family, not "
             f"{have.get('experiment')!r}."
         )
-    tmp = _tmpdir(cell)
-    try:
+    with _writing(cell) as tmp:
         for rel in _files(cell):  # start from the committed cell
             os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
             shutil.copyfile(os.path.join(cell, rel), os.path.join(tmp, rel))
@@ -457,10 +465,6 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
         batches = read_json(os.path.join(cell, "provenance.json"))["batches"]
         batches.append(provenance_entry(summary_b, new, command))
         atomic_write(os.path.join(tmp, "provenance.json"), dumps({"batches": batches}) + "\n")
-        _replace_dir(tmp, cell)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return cell
 
 
@@ -496,13 +500,8 @@ def alias(cell: str, target: str) -> str:
     if not os.path.exists(os.path.join(target, "provenance.json")):
         raise ConfigError(f"{target} is not a committed cell, so {cell} cannot name it.")
     rel = os.path.relpath(os.path.abspath(target), os.path.abspath(cell))
-    tmp = _tmpdir(cell)
-    try:
+    with _writing(cell) as tmp:
         atomic_write(os.path.join(tmp, ALIAS_FILE), dumps({"same_as": rel}) + "\n")
-        _replace_dir(tmp, cell)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return cell
 
 
