@@ -97,7 +97,7 @@ def test_a_missing_cell_shows_the_papers_figures_and_only_selects_cells(tmp_path
     # ours "—", the paper's beside it (Table 1: NAU on + 100% [96%, 100%], sparsity 3.19e-5)
     assert rows[1] == (
         "| + | NAU | — | — | 100% [96%, 100%] | — | 18,000 | — | 3.91e+05 [3.54e+05, 4.35e+05]"
-        " | — | 3.19e-05 [1.89e-05, 4.48e-05] | no committed data |"
+        " | — | — | 3.19e-05 [1.89e-05, 4.48e-05] | no committed data |"
     )
 
 

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 from conftest import load_config
 from flax import nnx
@@ -194,3 +195,57 @@ def test_single_module_rows_per_range_and_the_pivot(tmp_path):
     md = tables.markdown(spec, rows)
     assert "| × | NMU | 1/25 | 2/25 |" in md and "(the published protocol)" in md
     assert "published success" not in md
+
+
+def test_published_sparsity_estimator_per_row():
+    pub = tables.published(specs.table("iclr2020-arithmetic"))
+    # symmetric published intervals are the analysis' sample-mean fallback, the rest its fit
+    assert pub[("mul", "nmu")]["sparsity_error_estimator"] == "normal"
+    assert pub[("add", "nau")]["sparsity_error_estimator"] == "normal"
+    assert pub[("add", "nac_add")]["sparsity_error_estimator"] == "beta"
+    assert pub[("sub", "nau")]["sparsity_error_estimator"] == "beta"
+    assert pub[("add", "linear")]["sparsity_error_estimator"] == "beta"
+    ablation = tables.published(specs.table("iclr2020-ablation"))
+    assert {p["sparsity_error_estimator"] for p in ablation.values()} == {"normal"}
+
+
+def write_seeds(workdir, key, errors):
+    import os
+
+    with open(os.path.join(workdir, "cells", key, "seeds.csv"), "w") as f:
+        f.write("seed,solved,sparsity_error\n")
+        for i, e in enumerate(errors):
+            f.write(f"{i},{int(not math.isnan(e))},{'' if math.isnan(e) else e}\n")
+
+
+def test_sparsity_overlap_uses_the_published_estimator(tmp_path):
+    from nalu_jax.reporting.published_estimators import iclr2020_sparsity_error
+
+    spec = specs.table("iclr2020-arithmetic")
+    # + NAC₊: published 0.227 [0.220, 0.233] is the Beta fit's μ (half the fitted mean)
+    errors = [0.44, 0.46, 0.45, 0.47, 0.43, 0.455, 0.465, 0.445, float("nan"), 0.452]
+    t_mean = float(np.mean([e for e in errors if not math.isnan(e)]))
+    s = fake_summary(9, sparsity_error_mean=t_mean, sparsity_error_interval=[0.44, 0.46])
+    write_summary(tmp_path, "add-nac_add", s)
+    write_seeds(tmp_path, "add-nac_add", errors)
+    # × NMU: published figure is a sample mean, so ours is compared as it is
+    write_summary(tmp_path, "mul-nmu", fake_summary(10))
+    rows = {r["model"]: r for r in tables.collect(spec, str(tmp_path))}
+    fit = iclr2020_sparsity_error([e for e in errors if not math.isnan(e)])
+    nac = rows["nac_add"]
+    assert nac["published_sparsity_error_estimator"] == "beta"
+    assert nac["sparsity_error_like_published_mean"] == fit["mean"]
+    assert (nac["sparsity_error_like_published_lo"], nac["sparsity_error_like_published_hi"]) == (
+        fit["lo"], fit["hi"],
+    )  # fmt: skip
+    assert 0.2 < fit["mean"] < 0.24  # half of ~0.45
+    expected = tables.overlap((fit["lo"], fit["hi"]), (0.22007106516393143, 0.23309025650543858))
+    assert nac["sparsity_error_overlap"] == expected
+    assert tables.overlap((0.44, 0.46), (0.220, 0.233)) == "no"  # the t figure would not
+    nmu = rows["nmu"]
+    assert nmu["published_sparsity_error_estimator"] == "normal"
+    assert (nmu["sparsity_error_like_published_lo"], nmu["sparsity_error_like_published_hi"]) == (
+        5e-4, 2e-3,
+    )  # fmt: skip
+    md = tables.markdown(spec, list(rows.values()))
+    assert f"β: {tables._f(fit['mean'])} [" in md and "= ours" in md

@@ -201,13 +201,18 @@ class Renderer:
         return word if fraction >= 1 else f"{word} at {_budget(fraction)} of the budget"
 
     def arith_table(self, table, ops=None, models=None, only=None) -> str:
+        from nalu_jax.reproduce import tables
         from nalu_jax.reproduce.specs import OP_LABELS
-        from nalu_jax.reproduce.tables import _iv
+        from nalu_jax.reproduce.tables import _iv, like_published_cell
 
         spec, rows = self._rows(table, ops, models, only)
+        # a column for our sparsity error under the paper's estimator, where that differs
+        like = any(p["sparsity_error_estimator"] == "beta" for p in tables.published(spec).values())
         head = ["op", "model", "seeds × steps", "success [95%]", "paper", "solved at median",
-                "paper", "solved at mean [95%]", "paper", "sparsity error [95%]", "paper",
-                "verdict"]  # fmt: skip
+                "paper", "solved at mean [95%]", "paper", "sparsity error [95%]",
+                "the paper's estimator", "paper", "verdict"]  # fmt: skip
+        if not like:
+            head.remove("the paper's estimator")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rows:
             op = OP_LABELS.get(r["op"], r["op"])
@@ -216,6 +221,8 @@ class Renderer:
                          _f(r.get("published_solved_at_median")), _iv(r, "solved_at", "published_"),
                          _iv(r, "sparsity_error", "published_")]  # fmt: skip
                 cells = [c for p in paper for c in ("—", p)]
+                if like:
+                    cells.insert(len(cells) - 1, "—")
                 lines.append(
                     f"| {op} | {r['paper_name']} | — | "
                     + " | ".join(cells)
@@ -228,8 +235,8 @@ class Renderer:
                     _iv(r, "success", pct=True), _iv(r, "success", "published_", pct=True),
                     _f(r["solved_at_median"]), _f(r.get("published_solved_at_median")),
                     _iv(r, "solved_at"), _iv(r, "solved_at", "published_"),
-                    _iv(r, "sparsity_error"), _iv(r, "sparsity_error", "published_"),
-                    self.cell_verdict(spec, r),
+                    _iv(r, "sparsity_error"), *([like_published_cell(r)] if like else []),
+                    _iv(r, "sparsity_error", "published_"), self.cell_verdict(spec, r),
                 ]) + " |"
             )  # fmt: skip
         return "\n".join(lines)

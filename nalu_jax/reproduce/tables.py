@@ -4,7 +4,10 @@ Rows are read back from each cell's ``summary.json`` (one row per cell; single-m
 row per range), so the table of a workdir is the same whoever ran its cells (one process, a
 SLURM array, a ``jax.distributed`` job) and grows as more cells finish. The overlap columns are
 computed: two 95% intervals overlap when the larger lower bound is at most the smaller upper
-bound; "n/a" when either interval is undefined (no published figure, no solved seed).
+bound; "n/a" when either interval is undefined (no published figure, no solved seed). The
+sparsity-error overlap compares like with like: where the published figure comes from another
+estimator (the published CSV's ``sparsity_error_estimator``), ours is computed with that
+estimator from the cell's per-seed errors (:func:`like_published`) and shown beside our own.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ COLUMNS = (
     + STATS
     + ("diverged", "wall_time_s", "published_num_seeds")
     + tuple(f"published_{s}" for s in STATS)
+    + (
+        "published_sparsity_error_estimator",
+        "sparsity_error_like_published_mean",
+        "sparsity_error_like_published_lo",
+        "sparsity_error_like_published_hi",
+    )
     + ("success_overlap", "solved_at_overlap", "sparsity_error_overlap")
 )
 
@@ -41,11 +50,35 @@ def published(spec: TableSpec) -> dict:
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     out = {}
     for r in csv.DictReader(lines):
-        out[(r["op"], r["model"])] = {
+        row = {
             k: (float(v) if v != "" else math.nan) if k in STATS + ("num_seeds",) else v
             for k, v in r.items()
         }
+        row["sparsity_error_estimator"] = row.get("sparsity_error_estimator") or "normal"
+        if row["sparsity_error_estimator"] not in ("normal", "beta"):
+            raise ValueError(
+                f"{spec.published}: sparsity_error_estimator of {r['op']}-{r['model']} is "
+                f"{row['sparsity_error_estimator']!r}; allowed: 'normal', 'beta'."
+            )
+        out[(r["op"], r["model"])] = row
     return out
+
+
+def like_published(row: dict, estimator: str, cell_path: str) -> dict:
+    """Our sparsity error computed with the published figure's estimator: ``normal`` is the
+    sample mean with its Student-t interval (ours as it is); ``beta`` is the ICLR 2020 analysis'
+    Beta fit of the solved seeds' errors in ``cell_path/seeds.csv``
+    (:func:`nalu_jax.reporting.published_estimators.iclr2020_sparsity_error`)."""
+    if estimator == "normal":
+        return {f"sparsity_error_like_published_{k}": row[f"sparsity_error_{k}"]
+                for k in ("mean", "lo", "hi")}  # fmt: skip
+    from nalu_jax.reporting.published_estimators import iclr2020_sparsity_error
+
+    with open(os.path.join(cell_path, "seeds.csv")) as f:
+        seeds = list(csv.DictReader(f))
+    errors = [float(s["sparsity_error"]) for s in seeds if s["solved"] in ("1", "True")]
+    fit = iclr2020_sparsity_error(errors)
+    return {f"sparsity_error_like_published_{k}": float(fit[k]) for k in ("mean", "lo", "hi")}
 
 
 def _ours(s: dict) -> dict:
@@ -87,9 +120,13 @@ def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
         with open(path) as f:
             summary = json.load(f)
         ops_run.add(cell.op)
+        p = pub.get((cell.op, cell.variant.key))
+        estimator = p["sparsity_error_estimator"] if p is not None else "normal"
         for s in summary.get("settings", [summary]):
             rng = s.get("setting_values", {}).get("range_index", "")
-            rows.append({**base, "range": rng, "status": "done", **_ours(s)})
+            row = {**base, "range": rng, "status": "done", **_ours(s)}
+            row["published_sparsity_error_estimator"] = estimator
+            rows.append({**row, **like_published(row, estimator, locate(cell))})
     rows = [r for r in rows if r["status"] == "done" or not ops_run or r["op"] in ops_run]
     for r in rows:
         p = pub.get((r["op"], r["model"]))
@@ -97,13 +134,22 @@ def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
             r["published_num_seeds"] = p["num_seeds"]
             r.update({f"published_{k}": p[k] for k in STATS})
         for name in ("success", "solved_at", "sparsity_error"):
-            mine = (r.get(f"{name}_lo", math.nan), r.get(f"{name}_hi", math.nan))
+            ours = "sparsity_error_like_published" if name == "sparsity_error" else name
+            mine = (r.get(f"{ours}_lo", math.nan), r.get(f"{ours}_hi", math.nan))
             theirs = (
                 r.get(f"published_{name}_lo", math.nan),
                 r.get(f"published_{name}_hi", math.nan),
             )
             r[f"{name}_overlap"] = overlap(mine, theirs) if p is not None else "n/a"
     return rows
+
+
+def like_published_cell(r) -> str:
+    """Our sparsity error under the published figure's estimator: ``β: …`` for the Beta fit,
+    "= ours" where the published figure is a sample mean as ours is."""
+    if r.get("published_sparsity_error_estimator") != "beta":
+        return "= ours"
+    return "β: " + _iv(r, "sparsity_error_like_published")
 
 
 def _f(v, pct=False) -> str:
@@ -147,7 +193,9 @@ def header(spec: TableSpec, rows: list[dict]) -> list[str]:
         "validation step (mean, t interval over solved seeds)."
         + (
             " Overlap: do the 95% intervals of ours and the published figure overlap (computed; "
-            "n/a when either is undefined)."
+            "n/a when either is undefined). Where the published sparsity error is the ICLR 2020 "
+            "analysis' Beta fit (whose μ is half the fitted mean), ours is also given under that "
+            "fit (β) and the sparsity overlap uses it."
             if spec.published
             else ""
         )
@@ -212,7 +260,8 @@ def markdown(spec: TableSpec, rows: list[dict]) -> str:
         cols = ["op", "model", "seeds × steps", "success [95%]", "published success [95%]",
                 "overlap", "solved at median (ours / published)", "solved at mean [95%]",
                 "published solved at mean [95%]", "sparsity error [95%]",
-                "published sparsity error [95%]", "overlap (solved at / sparsity)"]  # fmt: skip
+                "sparsity error, published estimator [95%]", "published sparsity error [95%]",
+                "overlap (solved at / sparsity)"]  # fmt: skip
     if reduced:
         cols = _mark(cols)
     lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -232,7 +281,7 @@ def markdown(spec: TableSpec, rows: list[dict]) -> str:
                       _iv(r, "success", "published_", pct=True), r["success_overlap"],
                       f"{_f(r['solved_at_median'])} / {_f(pm)}", _iv(r, "solved_at"),
                       _iv(r, "solved_at", "published_"), _iv(r, "sparsity_error"),
-                      _iv(r, "sparsity_error", "published_"),
+                      like_published_cell(r), _iv(r, "sparsity_error", "published_"),
                       f"{r['solved_at_overlap']} / {r['sparsity_error_overlap']}"]  # fmt: skip
         lines.append("| " + " | ".join(cells_) + " |")
     return "\n".join(lines) + "\n"
