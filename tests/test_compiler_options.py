@@ -1,5 +1,6 @@
 """Per-program XLA options (``config.cpu_ynn_fusions``, ``nalu_jax.engine.loop.compiler_options``),
-and the other speed change that moves last bits (the single-module batches drawn ahead).
+and the other speed changes that move last bits (the single-module batches drawn ahead, the
+sNMU's one product).
 
 The single-module configs compile their programs without YNNPACK's fusions (faster for its tiny
 reductions). That changes the order of some sums, so the per-seed numbers differ in their last
@@ -101,3 +102,14 @@ def test_nalu_same_seeds_solved_with_its_batches_drawn_ahead(monkeypatch, tmp_pa
     ahead = _train("nalu", 20_000, str(tmp_path / "ahead"))
     monkeypatch.setattr(exp, "DRAW_AHEAD_ELEMENTS", 0)
     _same_distribution(ahead, _train("nalu", 20_000, str(tmp_path / "in_step")))
+
+
+def test_snmu_one_product_of_quotients_solves_the_same_seeds(monkeypatch, tmp_path):
+    # SNMU.noised takes NMU(x ⊙ n) / NMU(n) as one product of per-input quotients: the same
+    # function (the parity fixtures check it and its gradients in float64), rounded otherwise.
+    from nalu_jax.units.nau_nmu import NMU, SNMU
+
+    one = _train("snmu", 50_000, str(tmp_path / "one"))
+    monkeypatch.setattr(SNMU, "noised", lambda self, x, n: NMU.__call__(self, x * n)
+                        / NMU.__call__(self, n))  # fmt: skip
+    _same_distribution(one, _train("snmu", 50_000, str(tmp_path / "two")))

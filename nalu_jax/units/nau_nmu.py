@@ -202,8 +202,18 @@ class SNMU(NMU):
         return jax.random.uniform(key, shape, dtype, 1.0, 5.0)
 
     def noised(self, x, n):
-        """NMU(x ⊙ n) / NMU(n) for a given noise ``n`` (``x``'s shape)."""
-        return super().__call__(x * n) / super().__call__(n)
+        """NMU(x ⊙ n) / NMU(n) for a given noise ``n`` (``x``'s shape).
+
+        Unnormalised, the quotient of the two products is taken as one product of quotients,
+        ∏_i (W_ij x_i n_i + 1 − W_ij) / (W_ij n_i + 1 − W_ij): the same function (each
+        denominator ≥ 1 for W in [0, 1] and n ≥ 1), one product and its closed-form gradient
+        instead of two, 1.7× faster on the single-module task (docs: WORKSPACE "Performance").
+        """
+        if self.normalized:  # each NMU call scales by its own input's std
+            return super().__call__(x * n) / super().__call__(n)
+        w = self.weight()
+        num = (x * n)[..., :, None] * w + 1.0 - w
+        return product_over_inputs(num / (n[..., :, None] * w + 1.0 - w))
 
     def __call__(self, x, *, training: bool = False, key=None):
         if not training:
