@@ -113,3 +113,27 @@ def test_snmu_one_product_of_quotients_solves_the_same_seeds(monkeypatch, tmp_pa
     monkeypatch.setattr(SNMU, "noised", lambda self, x, n: NMU.__call__(self, x * n)
                         / NMU.__call__(self, n))  # fmt: skip
     _same_distribution(one, _train("snmu", 50_000, str(tmp_path / "two")))
+
+
+def test_nmru_four_factor_product_on_the_arithmetic_task_same_distribution(monkeypatch, tmp_path):
+    # Products over up to four inputs take the closed-form derivative (_base.SMALL_PRODUCT):
+    # JAX's rule's bits on the single-module task (tests/test_product.py), other last bits in
+    # the 100-input task's program (the NMRU's [x, 1/x] over 2 hidden values), where the
+    # fusions differ: the same distribution.
+    from nalu_jax.units import _base
+
+    def train_(workdir):
+        config = load_config("arithmetic", "model=nmru,op=mul,seeds=25,steps=10000")
+        config.tensorboard = False
+        train_and_evaluate(config, workdir, progress=False)
+        return _rows(workdir)
+
+    assert _base.SMALL_PRODUCT == 4
+    closed = train_(str(tmp_path / "closed"))
+    try:
+        monkeypatch.setattr(_base, "SMALL_PRODUCT", 2)
+        jax.clear_caches()  # the custom_jvp rule is traced once per shape and cached
+        _same_distribution(closed, train_(str(tmp_path / "jax_rule")))
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()
