@@ -249,3 +249,15 @@ def test_sparsity_overlap_uses_the_published_estimator(tmp_path):
     )  # fmt: skip
     md = tables.markdown(spec, list(rows.values()))
     assert f"β: {tables._f(fit['mean'])} [" in md and "= ours" in md
+
+
+def test_a_model_without_sparsity_error_has_none_under_the_paper_estimator(tmp_path):
+    # Linear: no arithmetic layer, so seeds.csv holds no sparsity error (empty) for any seed
+    spec = specs.table("iclr2020-arithmetic")
+    write_summary(tmp_path, "add-linear", fake_summary(3, sparsity_error_mean=float("nan"),
+                                                       sparsity_error_interval=[None, None]))  # fmt: skip
+    with open(tmp_path / "cells" / "add-linear" / "seeds.csv", "w") as f:
+        f.write("seed,solved,sparsity_error\n0,1,\n1,1,\n2,0,\n")
+    (row,) = [r for r in tables.collect(spec, str(tmp_path)) if r["model"] == "linear"]
+    assert math.isnan(row["sparsity_error_like_published_mean"])
+    assert row["sparsity_error_overlap"] == "n/a" and tables.like_published_cell(row) == "—"

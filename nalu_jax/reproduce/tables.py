@@ -76,7 +76,8 @@ def like_published(row: dict, estimator: str, cell_path: str) -> dict:
 
     with open(os.path.join(cell_path, "seeds.csv")) as f:
         seeds = list(csv.DictReader(f))
-    errors = [float(s["sparsity_error"]) for s in seeds if s["solved"] in ("1", "True")]
+    # a model without arithmetic layers (Linear) has no sparsity error: empty, NaN
+    errors = [float(s["sparsity_error"] or "nan") for s in seeds if s["solved"] in ("1", "True")]
     fit = iclr2020_sparsity_error(errors)
     return {f"sparsity_error_like_published_{k}": float(fit[k]) for k in ("mean", "lo", "hi")}
 
@@ -149,7 +150,8 @@ def like_published_cell(r) -> str:
     "= ours" where the published figure is a sample mean as ours is."""
     if r.get("published_sparsity_error_estimator") != "beta":
         return "= ours"
-    return "β: " + _iv(r, "sparsity_error_like_published")
+    mine = _iv(r, "sparsity_error_like_published")
+    return mine if mine == "—" else "β: " + mine
 
 
 def _f(v, pct=False) -> str:
