@@ -69,7 +69,7 @@ def test_a_figure_edited_by_hand_fails_the_check(tmp_path):
     "solved, steps, sparsity, verdict",
     [
         (20, 5_000_000, (3e-5, 2e-5, 4e-5), "reproduced"),  # all three intervals overlap
-        (20, 5_000_000, (0.4, 0.3, 0.5), "partly"),  # success yes, sparsity far apart
+        (20, 5_000_000, (0.4, 0.3, 0.5), "partly: sparsity error apart"),  # success yes
         (0, 200_000, (3e-5, 2e-5, 4e-5), "not settled at 1/25 of the budget"),
         (0, 5_000_000, (3e-5, 2e-5, 4e-5), "not reproduced"),
         (20, 200_000, (3e-5, 2e-5, 4e-5), "reproduced at 1/25 of the budget"),
