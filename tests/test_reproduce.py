@@ -209,13 +209,19 @@ def test_published_sparsity_estimator_per_row():
     assert {p["sparsity_error_estimator"] for p in ablation.values()} == {"normal"}
 
 
+SEEDS_HEADER = (
+    "seed,solved,best_step,interpolation_mse,extrapolation_mse,solved_at,sparsity_error,"
+    "diverged,diverged_at\n"
+)
+
+
 def write_seeds(workdir, key, errors):
     import os
 
     with open(os.path.join(workdir, "cells", key, "seeds.csv"), "w") as f:
-        f.write("seed,solved,sparsity_error\n")
+        f.write(SEEDS_HEADER)
         for i, e in enumerate(errors):
-            f.write(f"{i},{int(not math.isnan(e))},{'' if math.isnan(e) else e}\n")
+            f.write(f"{i},{int(not math.isnan(e))},0,0,0,0,{'' if math.isnan(e) else e},0,-1\n")
 
 
 def test_sparsity_overlap_uses_the_published_estimator(tmp_path):
@@ -257,7 +263,7 @@ def test_a_model_without_sparsity_error_has_none_under_the_paper_estimator(tmp_p
     write_summary(tmp_path, "add-linear", fake_summary(3, sparsity_error_mean=float("nan"),
                                                        sparsity_error_interval=[None, None]))  # fmt: skip
     with open(tmp_path / "cells" / "add-linear" / "seeds.csv", "w") as f:
-        f.write("seed,solved,sparsity_error\n0,1,\n1,1,\n2,0,\n")
+        f.write(SEEDS_HEADER + "0,1,0,0,0,0,,0,-1\n1,1,0,0,0,0,,0,-1\n2,0,0,0,0,,,0,-1\n")
     (row,) = [r for r in tables.collect(spec, str(tmp_path)) if r["model"] == "linear"]
     assert math.isnan(row["sparsity_error_like_published_mean"])
     assert row["sparsity_error_overlap"] == "n/a" and tables.like_published_cell(row) == "—"

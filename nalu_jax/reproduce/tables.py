@@ -73,12 +73,11 @@ def like_published(row: dict, estimator: str, cell_path: str) -> dict:
         return {f"sparsity_error_like_published_{k}": row[f"sparsity_error_{k}"]
                 for k in ("mean", "lo", "hi")}  # fmt: skip
     from nalu_jax.reporting.published_estimators import iclr2020_sparsity_error
+    from nalu_jax.reproduce.results import judgement_from_rows, read_csv
 
-    with open(os.path.join(cell_path, "seeds.csv")) as f:
-        seeds = list(csv.DictReader(f))
-    # a model without arithmetic layers (Linear) has no sparsity error: empty, NaN
-    errors = [float(s["sparsity_error"] or "nan") for s in seeds if s["solved"] in ("1", "True")]
-    fit = iclr2020_sparsity_error(errors)
+    # a model without arithmetic layers (Linear) has no sparsity error: NaN, which the fit ignores
+    seeds = judgement_from_rows(read_csv(os.path.join(cell_path, "seeds.csv")))
+    fit = iclr2020_sparsity_error(seeds["sparsity_error"][seeds["solved"]])
     return {f"sparsity_error_like_published_{k}": float(fit[k]) for k in ("mean", "lo", "hi")}
 
 
