@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from nalu_jax.units import ACTIVATIONS, Activation, Linear
+from nalu_jax.models.arithmetic import ArithmeticNetwork
+from nalu_jax.units import ACTIVATIONS, NAU, Activation, Linear
 
 
 def apply(unit, x):
@@ -140,3 +141,24 @@ def test_bad_construction_arguments():
     with pytest.raises(ValueError, match="activation") as err:
         Activation(2, 1, activation="foo", rngs=nnx.Rngs(0))
     assert "'relu'" in str(err.value) and "'foo'" in str(err.value)
+
+
+def test_network_without_arithmetic_layers_is_judged_over_every_kernel():
+    """ICLR 2020's analysis logged every layer's W: a Linear → ReLU network's sparsity error
+    is the max of min(|W|, |1 − |W||) over both kernels (hand-computed: 0.45)."""
+    first = Linear(2, 2, rngs=nnx.Rngs(0))
+    first.w[...] = jnp.array([[0.3, -0.9], [1.2, 0.05]], jnp.float32)  # 0.3, 0.1, 0.2, 0.05
+    second = Activation(2, 1, activation="relu", rngs=nnx.Rngs(1))
+    second.w[...] = jnp.array([[0.6], [-0.45]], jnp.float32)  # 0.4, 0.45
+    net = ArithmeticNetwork([first, second])
+    np.testing.assert_allclose(float(net.sparsity_error()), 0.45, rtol=1e-6)
+    second.w[...] = jnp.array([[0.95], [-0.0]], jnp.float32)  # 0.05, 0: the first layer's 0.3
+    np.testing.assert_allclose(float(net.sparsity_error()), 0.3, rtol=1e-6)
+
+
+def test_network_with_an_arithmetic_layer_ignores_the_baselines_kernels():
+    nau = NAU(2, 1, rngs=nnx.Rngs(0))
+    nau.w[...] = jnp.array([[0.9], [0.2]], jnp.float32)  # 0.1, 0.2
+    linear = Linear(1, 1, rngs=nnx.Rngs(1))
+    linear.w[...] = jnp.array([[0.5]], jnp.float32)  # 0.5, not counted
+    np.testing.assert_allclose(float(ArithmeticNetwork([nau, linear]).sparsity_error()), 0.2)

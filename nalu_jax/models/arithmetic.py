@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nalu_jax.units import ACTIVATIONS, UNITS, ArithmeticUnit, UnitSpec, make_unit
+from nalu_jax.units import sparsity_error as matrix_sparsity_error
 from nalu_jax.units.recurrent import final_output
 
 REG_KEYS = ("sparse", "z", "gate", "l1", "inalu")
@@ -163,8 +164,14 @@ class ArithmeticNetwork(nnx.Module):
         return draw
 
     def sparsity_error(self):
-        """Max over the arithmetic layers; NaN when there are none (pure baselines)."""
+        """Max over the arithmetic layers; a network with none (Linear, ReLU, …) over every
+        layer's weight matrix, as the ICLR 2020 analysis logged each layer's W (its Table 1
+        gives Linear a sparsity error); NaN when no layer has one."""
         errs = [layer.sparsity_error() for layer in self.layers if layer.is_arithmetic]
+        if not errs:
+            errs = [
+                matrix_sparsity_error(w) for layer in self.layers for w in layer.weight_matrices()
+            ]
         if not errs:
             return jnp.array(jnp.nan, jnp.float32)
         return jnp.max(jnp.stack(errs))

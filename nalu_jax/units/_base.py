@@ -12,6 +12,9 @@ training core can call them on ``nnx.merge(graphdef, params)`` inside ``jit``/``
 * ``project()`` clamps parameters in place (applied after every optimiser update).
 * ``sparsity_weights()`` -> the effective weight matrices whose sparsity error is judged;
   empty for units that are not arithmetic (baselines).
+* ``weight_matrices()`` -> every weight matrix of the layer, arithmetic or not (by default
+  ``sparsity_weights()``; a baseline's kernel): what a model with no arithmetic layer is
+  judged over (``ArithmeticNetwork.sparsity_error``).
 
 RNG never lives in a module after construction: a unit that needs noise in training
 (sNMU) takes ``key`` in ``__call__``.
@@ -123,6 +126,9 @@ class ArithmeticUnit(nnx.Module):
 
     def sparsity_weights(self) -> tuple:
         return ()
+
+    def weight_matrices(self) -> tuple:
+        return self.sparsity_weights()
 
     def sparsity_error(self):
         """max_ij min(|W_ij|, |1 - |W_ij||) over ``sparsity_weights()``; NaN if there are none."""

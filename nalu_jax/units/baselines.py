@@ -5,7 +5,8 @@ Activation: y = f(xW + b), f one of ``ACTIVATIONS``.
 
 Inits (the reference implementations): Glorot-uniform (gain 5/3 for tanh); Kaiming-uniform with the
 ReLU gain √2, U[±√2·√(3/fan_in)], for relu/relu6/elu/leaky_relu/prelu; U[±√(3/fan_in)] for
-selu; b = 0. These are not arithmetic units: ``sparsity_weights()`` is empty.
+selu; b = 0. These are not arithmetic units: ``sparsity_weights()`` is empty, and
+``weight_matrices()`` is the kernel ``w``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ class Linear(ArithmeticUnit):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         return thin_matmul(x, self.w[...]) + self.b[...]
 
+    def weight_matrices(self) -> tuple:
+        return (self.w[...],)
+
 
 class Activation(ArithmeticUnit):
     """y = f(xW + b); params ``w`` ``[in, out]``, ``b`` ``[out]`` and, for prelu, the scalar
@@ -111,3 +115,6 @@ class Activation(ArithmeticUnit):
         if self.activation == "prelu":
             return jnp.where(z > 0, z, self.alpha[...] * z)  # gradient α at 0, as PyTorch
         return _FUNCTIONS[self.activation](z)
+
+    def weight_matrices(self) -> tuple:
+        return (self.w[...],)
