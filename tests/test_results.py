@@ -213,3 +213,29 @@ def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):
     assert not results_lib.code_modified(str(repo / "pkg"))
     (repo / "pkg" / "unit.py").write_text("x = 2\n")
     assert results_lib.code_modified(str(repo / "pkg"))
+
+
+def test_commit_command_records_the_devices_a_launcher_gives_a_run(tmp_path):
+    """``python -m nalu_jax.reproduce.results commit``: a one-batch provenance whose machine
+    has one CPU device per usable core (as the launchers set up), or what XLA_FLAGS says."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "config.json").write_text(json.dumps({"num_seeds": 2, "num_steps": 10}))
+    (work / "summary.json").write_text(json.dumps({"wall_time_s": 3.0, "seed_steps_per_s": 7.0}))
+    (work / "seeds.csv").write_text("seed,solved\n0,1\n1,0\n")
+    cmd = [sys.executable, "-m", "nalu_jax.reproduce.results", "commit", str(work)]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    for name, environ, devices in (
+        ("cores", env, len(os.sched_getaffinity(0))),
+        ("flag", dict(env, XLA_FLAGS="--xla_force_host_platform_device_count=3"), 3),
+    ):
+        cell = tmp_path / name
+        out = subprocess.run(
+            [*cmd, str(cell), "--code_commit", "abc", "--command", "c"],
+            cwd=ROOT, env=environ, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        (batch,) = json.load(open(cell / "provenance.json"))["batches"]
+        assert batch["machine"]["devices"] == devices
+        assert (batch["commit"], batch["command"], batch["num_seeds"]) == ("abc", "c", 2)
+        assert (cell / "seeds.csv").read_text() == "seed,solved\n0,1\n1,0\n"

@@ -507,8 +507,14 @@ def alias(cell: str, target: str) -> str:
 
 def main(argv=None) -> int:
     """``python -m nalu_jax.reproduce.results commit WORKDIR CELL [--code_commit SHA]``: commit a
-    finished run made outside the launchers (or on another machine) as a results cell."""
+    finished run made outside the launchers as a results cell. The provenance's machine is
+    this one, with the CPU devices a launcher here gives a run: commit on the machine that
+    made the run."""
     import argparse
+
+    from nalu_jax.runtime.hostenv import configure_host_devices
+
+    configure_host_devices()  # before JAX starts: the devices the run had (``machine()``)
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("action", choices=["commit", "list"])
