@@ -101,6 +101,25 @@ def test_a_missing_cell_shows_the_papers_figures_and_only_selects_cells(tmp_path
     )
 
 
+def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
+    root = tmp_path / "results"
+    machine = {"cpu": "Test CPU", "cores": 2, "platform": "cpu", "devices": 2,
+               "device_kind": "cpu"}  # fmt: skip
+    batches = [
+        {"first_seed": 0, "num_seeds": 20, "wall_time_s": 1069.1, "seed_steps_per_s": 93854.0,
+         "machine": machine},
+        {"first_seed": 20, "num_seeds": 80, "wall_time_s": 6264.0, "seed_steps_per_s": 16003.6,
+         "machine": {**machine, "platform": "gpu", "device_kind": "NVIDIA H100"}},
+    ]  # fmt: skip
+    _cell(root, "iclr2020-arithmetic/add-linear", _arith_summary(20, 20, 5_000_000),
+          batches=batches)  # fmt: skip
+    rows = render.Renderer(str(root)).timing_table("iclr2020-arithmetic").splitlines()[2:]
+    assert rows == [
+        "| + | Linear | 0–19 | 17.8 min | 93,854 | Test CPU (2 cores) |",
+        "| + | Linear | 20–99 | 104.4 min | 16,004 | NVIDIA H100 |",
+    ]
+
+
 def test_solved_in_all_sums_a_sweep_cells_settings(tmp_path):
     root = tmp_path / "results"
     parts = [{"setting": f"00{i}", "solved": k, "num_seeds": 25} for i, k in enumerate((25, 3))]

@@ -285,7 +285,7 @@ class Renderer:
                 lines.append(
                     f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
                     f"{b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1} | "
-                    f"{b['wall_time_s'] / 60:.1f} min | {_f(b['seed_steps_per_s'])} | {where} |"
+                    f"{b['wall_time_s'] / 60:.1f} min | {round(b['seed_steps_per_s']):,} | {where} |"
                 )
         if len(lines) == 2:
             raise Missing(table)
