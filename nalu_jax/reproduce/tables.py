@@ -75,7 +75,7 @@ def like_published(row: dict, estimator: str, cell_path: str) -> dict:
     from nalu_jax.reporting.published_estimators import iclr2020_sparsity_error
     from nalu_jax.reproduce.results import judgement_from_rows, read_csv
 
-    # a model without arithmetic layers (Linear) has no sparsity error: NaN, which the fit ignores
+    # a cell measured before a figure existed (Linear before 09046a2) has NaN: the fit ignores it
     seeds = judgement_from_rows(read_csv(os.path.join(cell_path, "seeds.csv")))
     fit = iclr2020_sparsity_error(seeds["sparsity_error"][seeds["solved"]])
     return {f"sparsity_error_like_published_{k}": float(fit[k]) for k in ("mean", "lo", "hi")}
