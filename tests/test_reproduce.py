@@ -258,7 +258,7 @@ def test_sparsity_overlap_uses_the_published_estimator(tmp_path):
 
 
 def test_a_model_without_sparsity_error_has_none_under_the_paper_estimator(tmp_path):
-    # Linear: no arithmetic layer, so seeds.csv holds no sparsity error (empty) for any seed
+    # a cell measured before Linear had a sparsity error (before 09046a2): empty for every seed
     spec = specs.table("iclr2020-arithmetic")
     write_summary(tmp_path, "add-linear", fake_summary(3, sparsity_error_mean=float("nan"),
                                                        sparsity_error_interval=[None, None]))  # fmt: skip
