@@ -49,6 +49,41 @@ def tabs(x):
     return x * jax.lax.stop_gradient(jnp.sign(x))
 
 
+@jax.custom_jvp
+def computed_once(v):
+    """``v`` bit for bit, as a value XLA:CPU computes once rather than in each kernel reading it.
+
+    XLA fuses a producer it counts as cheap (elementwise arithmetic, and a real cosine or sine)
+    into every fused kernel that reads it, so a value read by many kernels of the backward pass
+    (one weight-gradient reduction per parameter) is recomputed in each; on XLA:CPU a cosine is
+    a scalar libm call. A floating-point division by a value XLA cannot fold is expensive to it
+    and is computed once: ``v / 1`` is exact (``−0``, ``inf``, NaN included; a subnormal reads
+    as 0, as XLA:CPU's arithmetic reads it anyway), and the divisor is 1 unless ``v`` is NaN,
+    when the quotient is NaN either way. Byte-identical training, faster: WORKSPACE,
+    "Values computed once".
+    """
+    return v / jnp.where(v == v, jnp.ones_like(v), v)
+
+
+@computed_once.defjvp
+def _computed_once_jvp(primals, tangents):
+    return computed_once(primals[0]), tangents[0]
+
+
+@jax.custom_jvp
+def cos(t):
+    """``jnp.cos(t)`` whose derivative's cosine and sine are each evaluated once (the same
+    bits): see ``computed_once``; a differentiated NPU step evaluated its phase's cosine seven
+    times and its sine four (``benchmarks/profile_step.py``)."""
+    return jnp.cos(t)
+
+
+@cos.defjvp
+def _cos_jvp(primals, tangents):
+    (t,), (dt,) = primals, tangents
+    return computed_once(jnp.cos(t)), -computed_once(jnp.sin(t)) * dt
+
+
 def clamp(x, lo: float, hi: float):
     """``torch.clamp``: the value of ``jnp.clip`` with gradient 1 on [lo, hi] *inclusive*.
 
@@ -200,6 +235,7 @@ def _product_over_inputs_jvp(primals, tangents):
     n = z.shape[-2]
     if n > SMALL_PRODUCT:  # JAX's own rule: the same bits as before (see SMALL_PRODUCT)
         return jax.jvp(lambda v: jnp.prod(v, axis=-2), (z,), (dz,))
+    z = computed_once(z)  # the factors, read by the value and by every input's derivative
     zs = [z[..., i, :] for i in range(n)]
     dzs = [dz[..., i, :] for i in range(n)]
     # The product rule on the same tree: d(a·b) = da·b + a·db.

@@ -32,6 +32,7 @@ from nalu_jax.units._base import (
     check_choice,
     clamp,
     clamp_param,
+    cos,
     float_dtype,
     glorot_uniform,
     nau_radius,
@@ -89,7 +90,7 @@ class RealNPU(ArithmeticUnit):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         log_r, k = _npu_polar(x, self.g[...])
         w_re = self.w_re[...]
-        return jnp.exp(thin_matmul(log_r, w_re)) * jnp.cos(thin_matmul(k, w_re))
+        return jnp.exp(thin_matmul(log_r, w_re)) * cos(thin_matmul(k, w_re))
 
     def _params(self) -> tuple:
         return (self.w_re[...], self.g[...])
@@ -131,7 +132,7 @@ class NPU(RealNPU):
         log_r, k = _npu_polar(x, self.g[...])
         w_re, w_im = self.w_re[...], self.w_im[...]
         mm = thin_matmul
-        return jnp.exp(mm(log_r, w_re) - mm(k, w_im)) * jnp.cos(mm(k, w_re) + mm(log_r, w_im))
+        return jnp.exp(mm(log_r, w_re) - mm(k, w_im)) * cos(mm(k, w_re) + mm(log_r, w_im))
 
     def _params(self) -> tuple:
         return (self.w_re[...], self.w_im[...], self.g[...])

@@ -27,6 +27,7 @@ from nalu_jax.units._base import (
     F32_EPS,
     ArithmeticUnit,
     clamp_param,
+    cos,
     nau_radius,
     product_over_inputs,
     tabs,
@@ -114,7 +115,7 @@ class NMRU(ArithmeticUnit):
         w = self.weight()
         # The magnitude goes through the NMU; the sign comes from the NPU-style cosine.
         k = jnp.where(xr < 0, math.pi, 0.0)
-        return nmu_product(tabs(xr), w) * jnp.cos(thin_matmul(k, w))
+        return nmu_product(tabs(xr), w) * cos(thin_matmul(k, w))
 
     def __call__(self, x, *, training: bool = False, key=None):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
