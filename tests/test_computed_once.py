@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from nalu_jax.units import RealNPU
-from nalu_jax.units._base import computed_once, cos
+from nalu_jax.units import RealNPU, computed_once  # the public name, as own units import it
+from nalu_jax.units._base import cos
 
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.5, -2e30, 1e-30, np.pi, -np.pi]
 

@@ -16,9 +16,12 @@ from flax import nnx
 from nalu_jax.units._base import (
     ArithmeticUnit,
     TrainingNeeds,
+    computed_once,
     nac_radius,
     nau_radius,
+    product_over_inputs,
     sparsity_error,
+    thin_matmul,
 )
 from nalu_jax.units.baselines import ACTIVATIONS, Activation, Linear
 from nalu_jax.units.inalu import INALU
@@ -131,11 +134,14 @@ __all__ = [
     "UNITS",
     "UnitRegistry",
     "UnitSpec",
+    "computed_once",
     "import_plugins",
     "make_unit",
     "nac_radius",
     "nau_radius",
+    "product_over_inputs",
     "register_unit",
     "sparsity_error",
+    "thin_matmul",
     "training_needs",
 ]
