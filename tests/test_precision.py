@@ -18,6 +18,7 @@ def restore_x64():
     jax.config.update("jax_enable_x64", before)  # never leak x64 into other tests
 
 
+@pytest.mark.filterwarnings("error::FutureWarning")  # e.g. JAX's float64 → float32 scatter
 @pytest.mark.parametrize("model", ["nmu", "inalu"])
 def test_precision_64_trains_float64_params(restore_x64, model):
     config = tiny(load_config("single_module", f"op=mul,model={model}"), steps=20, eval_every=10)

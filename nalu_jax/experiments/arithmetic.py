@@ -269,7 +269,7 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
         draw and its optimiser state) runs only on the steps it can fire, every
         ``INALU_CHECK_EVERY``-th (``due``: the same for all seeds, so a real branch)."""
         aux = state.aux
-        hist = aux.loss_hist.at[aux.hist_count % hist_len].set(mse)
+        hist = aux.loss_hist.at[aux.hist_count % hist_len].set(mse.astype(aux.loss_hist.dtype))
         count = aux.hist_count + 1
 
         def check(operands):
