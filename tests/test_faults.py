@@ -385,21 +385,28 @@ def test_config_file_and_value_errors_are_one_sentence(tmp_path, args, expect):
     assert len(lines) == 1 and expect in lines[0], out.stderr[-1500:]
 
 
-def read_scalars(logdir) -> dict:
-    """``{tag: [(step, value)]}`` from the TFRecord event files under ``logdir``."""
+def read_events(logdir) -> list:
+    """The ``Event`` records of the TFRecord event files under ``logdir``, in order."""
     import struct
 
     from tensorboardX.proto.event_pb2 import Event
 
-    out = {}
+    events = []
     for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
         data, pos = open(path, "rb").read(), 0
         while pos < len(data):
             (length,) = struct.unpack("<Q", data[pos : pos + 8])
-            event = Event.FromString(data[pos + 12 : pos + 12 + length])
+            events.append(Event.FromString(data[pos + 12 : pos + 12 + length]))
             pos += 12 + length + 4  # length, its crc, the record, its crc
-            for v in event.summary.value:
-                out.setdefault(v.tag, []).append((event.step, v.simple_value))
+    return events
+
+
+def read_scalars(logdir) -> dict:
+    """``{tag: [(step, value)]}`` from the TFRecord event files under ``logdir``."""
+    out = {}
+    for event in read_events(logdir):
+        for v in event.summary.value:
+            out.setdefault(v.tag, []).append((event.step, v.simple_value))
     return out
 
 
@@ -414,6 +421,10 @@ def test_tensorboard_events_read_back(tmp_path):
     got = scalars["test_mse/median"][-1][1]
     assert got == pytest.approx(last["extrapolation_mse"]["0.5"], rel=1e-6)
     assert scalars["runs/solved"][-1][1] == last["seeds_solved"]
+    # one event per evaluation, holding all its scalars (an event per scalar cost a small
+    # model's loop ~18%)
+    with_values = [e.step for e in read_events(tmp_path / "tensorboard") if e.summary.value]
+    assert with_values == [0, 1000, 2000]
 
 
 def test_tensorboard_per_setting_in_a_sweep_and_off_switch(tmp_path):
