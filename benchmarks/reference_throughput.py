@@ -14,7 +14,7 @@ that it has, with the flags of its ``lfs_batch_jobs/function_task_static.sh``. T
 only ``bmistry4/nalm-benchmark`` has (NPU, RealNPU, iNALU) run the same script with that
 repository's ``stable_nalu`` package on ``PYTHONPATH`` (and the four layer options it lacks
 given their nalm-benchmark defaults, ``NALM_SHIM``); models neither has are listed without a
-reference. Each timing is as the issue defines it: ``--processes`` copies of the script run at
+reference. Each timing is taken the same way: ``--processes`` copies of the script run at
 once (one per core, one torch thread each, as the reference's cluster jobs ran), first for
 ``--warm`` iterations and then for ``--warm + --iterations``; a process's rate is
 ``iterations / (t(warm + iterations) − t(warm))`` (start-up, data set-up and the first

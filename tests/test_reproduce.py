@@ -129,7 +129,7 @@ def test_published_arithmetic_figures():
     assert (nmu["success_rate"], nmu["solved_at_median"]) == (
         0.98,
         1434500.0,
-    )  # the issue rounds it to 1.434e6
+    )  # 1.434·10⁶ when rounded
     assert nmu["success_lo"] == pytest.approx(wilson_interval(98, 100)[0], abs=1e-9)
     assert pub[("add", "nau")]["solved_at_median"] == 18000.0
     assert math.isnan(pub[("div", "nmu")]["solved_at_mean"])
