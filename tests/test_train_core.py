@@ -230,6 +230,45 @@ def test_init_in_blocks_is_one_vmap_over_every_seed(block):
 
 
 @pytest.mark.parametrize(
+    ("name", "arg", "every", "periods"),
+    [("single_module", "op=mul,model=snmu", 50, 4),  # the noise drawn ahead, in parts
+     ("arithmetic", "model=nalu,op=mul", 50, 4),  # the 100-input task's words
+     ("single_module", "op=mul,model=inalu,range=9", 520, 11)],  # phases; a re-initialisation
+    # at step 5,000, inside a period and off the parts' own starts
+)  # fmt: skip
+def test_step_material_in_parts_equals_the_period_drawn_whole(
+    monkeypatch, name, arg, every, periods
+):
+    # Trainer.train draws its steps' random material MATERIAL_STEPS steps at a time (a scan
+    # of scans, then the rest); drawn for the whole period at once: every state leaf and every
+    # step's training MSE bit for bit equal, with a part size that leaves a remainder.
+    from nalu_jax.engine import train as train_lib
+
+    config = tiny(load_config(name, arg), seeds=2)
+    config.eval_every = every
+    if "inalu" in arg:
+        config.train.lr = 1e-7  # the stall test fires within 5,500 steps (test above)
+
+    def run(part):
+        monkeypatch.setattr(train_lib, "MATERIAL_STEPS", part)
+        trainer = trainer_for(config)
+        states = jax.vmap(trainer.init)(seed_keys(0, np.arange(2)))
+        train = jax.jit(blocked(trainer.train, 2, (0, None, None)))
+        losses = []
+        for _ in range(periods):
+            states, mse = train(states, trainer.hparams, trainer.train_data)
+            losses.append(np.asarray(mse))
+        return states, np.stack(losses)
+
+    (whole, whole_mse), (parts, parts_mse) = run(every), run(7)
+    assert parts_mse.shape == whole_mse.shape == (periods, 2, every)
+    np.testing.assert_array_equal(parts_mse, whole_mse)
+    assert_same_states(parts, whole)
+    if "inalu" in arg:
+        assert np.all(np.asarray(parts.aux.reinits) >= 1)
+
+
+@pytest.mark.parametrize(
     ("name", "arg"),
     [("single_module", "op=mul,model=nmu"), ("single_module", "op=add,model=nac_add,range=4"),
      ("single_module", "op=mul,model=snmu")],

@@ -32,6 +32,11 @@ from nalu_jax.units import TrainingNeeds
 INALU_REG_WEIGHT = 0.05  # iNALU's regulariser weight once its condition holds
 INALU_REG_AFTER = 10_000  # … after this many steps, while the last validation MSE is < 1
 NPU_BETA_EVERY = 10_000  # β(t) is multiplied by 10 every this many steps
+#: ``Recipe.step_randomness`` is drawn for at most this many steps at a time: a period's
+#: material drawn whole (1,000 steps of the single-module batches and the sNMU's noise,
+#: ~13 MB per 13-seed block each) left the two devices' caches and halved the sNMU's speed
+#: (WORKSPACE "Step material in parts of 100 steps").
+MATERIAL_STEPS = 100
 
 
 @struct.dataclass
@@ -352,20 +357,37 @@ def make_train(
         new = guarded_update(state, loss, params, opt_state, aux=aux)
         return new, jnp.where(new.diverged, jnp.nan, mse)
 
-    def train(state: TrainState, hp: HParams, data):
-        """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
+    def run(state: TrainState, hp: HParams, data, phases, length: int):
+        """``length`` updates → (state, their training MSE ``[length]``)."""
         material = None  # without step_randomness each step derives from its own key
         if recipe.step_randomness is not None:
-            steps = state.step + jnp.arange(eval_every, dtype=state.step.dtype)
+            steps = state.step + jnp.arange(length, dtype=state.step.dtype)
             material = jax.vmap(lambda t: recipe.step_randomness(step_key(state, t)))(steps)
-        # under ``vmap`` the phases stay unbatched: an arange, not derived from the state
-        phases = jnp.arange(eval_every) % every == 0 if phased else None
 
         def step(s, xs):
             key, due = xs
             return train_step(s, hp, data, key, True if due is None else due)
 
-        return jax.lax.scan(step, state, (material, phases), length=eval_every)
+        return jax.lax.scan(step, state, (material, phases), length=length)
+
+    def train(state: TrainState, hp: HParams, data):
+        """``eval_every`` updates → (state, per-step training MSE ``[eval_every]``)."""
+        # under ``vmap`` the phases stay unbatched: an arange, not derived from the state
+        phases = jnp.arange(eval_every) % every == 0 if phased else None
+        part = MATERIAL_STEPS
+        if recipe.step_randomness is None or eval_every <= part:
+            return run(state, hp, data, phases, eval_every)
+        # the material of ``part`` steps at a time: the same values (a pure function of the
+        # step's key), drawn in parts that stay in cache
+        n, rest = divmod(eval_every, part)
+        head = None if phases is None else phases[: n * part].reshape(n, part)
+        state, mse = jax.lax.scan(lambda s, p: run(s, hp, data, p, part), state, head, length=n)
+        mse = mse.reshape(n * part)
+        if rest:
+            tail = None if phases is None else phases[n * part :]
+            state, last = run(state, hp, data, tail, rest)
+            mse = jnp.concatenate([mse, last])
+        return state, mse
 
     def evaluate(state: TrainState, hp: HParams, data):
         aux, metrics = recipe.evaluate(nnx.merge(graphdef, state.params), state, hp, data)
