@@ -88,8 +88,8 @@ class Recipe(NamedTuple):
     optimizer: an optax transformation giving the update's direction (the step applies the
       traced ``hp.lr``); default: ``make_optimizer(config.train, needs)``.
     step_randomness: ``step key -> pytree``, the random material a step derives from its key
-      (e.g. split keys, a sampler's words). Given, it is derived for a whole ``train`` call's
-      steps before their scan and ``loss`` receives it in place of the key: the same bits,
+      (e.g. split keys, a sampler's words). Given, it is derived ``MATERIAL_STEPS`` steps at a
+      time, before those steps' scan, and ``loss`` receives it in place of the key: the same bits,
       computed once per step, where inside the step XLA:CPU re-derives such cheap integer
       work in every fused kernel that reads it (WORKSPACE "Performance: the single-module
       step").

@@ -191,9 +191,10 @@ def build_hparams(config, names) -> train.HParams:
 
 def draws_batch_ahead(config, input_shape) -> bool:
     """Whether the training batches are drawn whole with the step's other randomness (their
-    [0, 1) values, a chunk of ``eval_every`` steps before the scan: ``rng.units``) rather than
-    as the sampler's two words: with the hash sampler, when a chunk's batches hold at most
-    ``DRAW_AHEAD_ELEMENTS`` (the single-module task, not the 100-input one). The same values
+    [0, 1) values, before the steps' scan, ``train.MATERIAL_STEPS`` steps at a time:
+    ``rng.units``) rather than as the sampler's two words: with the hash sampler, when an
+    ``eval_every``-step period's batches hold at most ``DRAW_AHEAD_ELEMENTS`` (the
+    single-module task, not the 100-input one). The same values
     either way; XLA:CPU may fuse the step differently, so a unit with exp/log (NALU, G-NALU)
     differs in its last bits (WORKSPACE "Performance: the single-module step")."""
     elements = int(config.train.batch_size) * math.prod(input_shape) * int(config.eval_every)
