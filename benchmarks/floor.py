@@ -32,19 +32,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 
 import jax
 import jax.numpy as jnp
 
+from benchmarks import throughput
 from nalu_jax import rng
 from nalu_jax.units import NAC, SNMU
 from nalu_jax.units._base import TrainingNeeds, computed_once, cos
 from nalu_jax.units.nac import log_space_matmul
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _Probe(NAC):
@@ -114,17 +111,6 @@ PROBES = {
 }
 
 
-def _measure(model: str, seeds: int, steps: int, repeat: int, settings: list[str]) -> dict:
-    """throughput.py's record of ``model`` on the single-module task, best of ``repeat``."""
-    cmd = [sys.executable, "-m", "benchmarks.throughput", "--task", "single_module"]
-    cmd += ["--models", model, "--seeds", str(seeds), "--steps", str(steps)]
-    cmd += ["--repeat", str(repeat)] + [f"--set={s}" for s in settings]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if out.returncode:
-        sys.exit(f"{model} failed:\n{out.stderr[-3000:]}")
-    return json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("{")))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=25)
@@ -142,7 +128,9 @@ def main() -> None:
     for _ in range(args.rounds):  # NAC₊ beside each round's probes: the rounds' noise is large
         for name in ["nac_add", *probes]:
             model = name if name == "nac_add" else PROBES[name][0]
-            record = _measure(model, args.seeds, args.steps, args.repeat, args.set)
+            record = throughput.best_of(
+                model, args.seeds, args.steps, args.set, "single_module", args.repeat
+            )
             record["probe"] = name
             print(json.dumps(record), flush=True)
             if name not in best or record["seed_steps_per_s"] > best[name]["seed_steps_per_s"]:

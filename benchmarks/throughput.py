@@ -119,6 +119,12 @@ def _run_one(model: str, seeds: int, steps: int, settings: list[str], task: str)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def best_of(model: str, seeds: int, steps: int, settings: list[str], task: str, repeat: int = 1):
+    """The record of the fastest of ``repeat`` runs of ``model``, each in its own process."""
+    runs = [_run_one(model, seeds, steps, settings, task) for _ in range(max(1, repeat))]
+    return max(runs, key=lambda r: r["seed_steps_per_s"])
+
+
 #: the units of the single-module benchmark (× and +), in the order of its tables
 SINGLE_MODULE_UNITS = ("nac_add", "nmu", "nau", "nac_mul", "nalu", "inalu", "g_nalu", "npu",
                        "real_npu", "nru", "nmru", "snmu")  # fmt: skip
@@ -180,11 +186,7 @@ def main() -> None:
     for model in models:
         for seeds in sizes:
             steps = args.steps or (20_000 if seeds <= 100 else 10_000)
-            runs = [
-                _run_one(model, seeds, steps, args.set, args.task)
-                for _ in range(max(1, args.repeat))
-            ]
-            best = max(runs, key=lambda r: r["seed_steps_per_s"])
+            best = best_of(model, seeds, steps, args.set, args.task, args.repeat)
             records.append(best)
             print(json.dumps(best), flush=True)
     if args.models is not None:
