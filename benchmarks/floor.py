@@ -22,6 +22,9 @@ ratio to NAC₊:
 - ``noise_in_step``: the sNMU's noise drawn inside each step from the step's key (threefry,
   the same values) and computed once (``_base.computed_once``), not for the chunk ahead.
 - ``log_exp``: exp(log(|x| + ε) @ W), NAC•'s path: NALU and iNALU evaluate it beside NAC₊'s.
+- ``inalu_mul``: iNALU's multiplicative path, exp(min(log(max(|x|, ε)) @ W, ω)) times the sign
+  product ∏ᵢ(|Wᵢ|·sign(xᵢ) + 1 − |Wᵢ|) (``inalu.multiplicative_path``): iNALU evaluates it
+  beside NAC₊'s path, a gate and a second weight.
 
     python -m benchmarks.floor --seeds 25 --steps 20000 --repeat 2
 
@@ -32,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +43,7 @@ from benchmarks import throughput
 from nalu_jax import rng
 from nalu_jax.units import NAC, SNMU
 from nalu_jax.units._base import TrainingNeeds, computed_once, cos
+from nalu_jax.units.inalu import OMEGA, multiplicative_path
 from nalu_jax.units.nac import log_space_matmul
 
 
@@ -102,12 +105,22 @@ class LogExpProbe(_Probe):
         return log_space_matmul(x, self.weight())
 
 
+class INALUMulProbe(_Probe):
+    """+ iNALU's multiplicative path m ⊙ s (``inalu.multiplicative_path``) on NAC₊'s own W:
+    the log/exp path as NAC•'s (with iNALU's ε and ω clamps) and the sign product."""
+
+    def extra(self, x, z, key):
+        m, s = multiplicative_path(x, self.weight(), OMEGA)
+        return m * s
+
+
 PROBES = {
     "cos": ("benchmarks.floor:CosProbe", "npu, real_npu, nmru"),
     "noise": ("benchmarks.floor:NoiseProbe", "snmu"),
     "noise_hash": ("benchmarks.floor:HashNoiseProbe", "snmu with a hashed noise stream"),
     "noise_in_step": ("benchmarks.floor:InStepNoiseProbe", "snmu with its noise drawn in-step"),
     "log_exp": ("benchmarks.floor:LogExpProbe", "nalu, inalu"),
+    "inalu_mul": ("benchmarks.floor:INALUMulProbe", "inalu"),
 }
 
 
@@ -123,7 +136,7 @@ def main() -> None:
     probes = [p for p in args.probes.split(",") if p]
     unknown = sorted(set(probes) - set(PROBES))
     if unknown:
-        sys.exit(f"--probes: unknown {unknown}; choose from {sorted(PROBES)}.")
+        parser.error(f"--probes: unknown {unknown}; choose from {sorted(PROBES)}.")
     best: dict[str, dict] = {}
     for _ in range(args.rounds):  # NAC₊ beside each round's probes: the rounds' noise is large
         for name in ["nac_add", *probes]:

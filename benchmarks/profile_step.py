@@ -126,7 +126,9 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
     def scan_part(part):
         def one_seed(state):
             def step_material(i):
-                # as Trainer.train: the step's random material derived before the scan
+                # the step's random material derived before the scan, for all its steps
+                # (Trainer.train draws it train.MATERIAL_STEPS steps at a time; the parts'
+                # figures are then those of the material drawn whole, "step" the core's)
                 key = jax.random.fold_in(jax.random.wrap_key_data(state.key), i)
                 return recipe.step_randomness(key)
 
@@ -197,6 +199,13 @@ def main() -> None:
 
     every = SINGLE_MODULE_UNITS if args.task == "single_module" else list(MODELS)
     models = list(every) if args.models == "all" else args.models.split(",")
+    for m in models:  # before any compile: a bad --seeds is one sentence, exit status 2
+        block = int(benchmark_config(m, args.set, args.task).seed_block)
+        if args.seeds % block:
+            parser.error(
+                f"--seeds must be a multiple of {m}'s seed block ({block}) for this task; "
+                f"{args.seeds} is not (e.g. --seeds {block * max(1, round(args.seeds / block))})."
+            )
     rows = []
     for m in models:
         rows.append(

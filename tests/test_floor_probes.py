@@ -19,6 +19,7 @@ PROBES = {
     "noise_hash": (floor.HashNoiseProbe, ("multiply",)),
     "noise_in_step": (floor.InStepNoiseProbe, ("xor", "shift-right-logical")),  # threefry
     "log_exp": (floor.LogExpProbe, ("log", "exponential")),
+    "inalu_mul": (floor.INALUMulProbe, ("log", "exponential", "sign")),
 }
 
 

@@ -37,10 +37,21 @@ W_HAT_MEAN, M_HAT_MEAN, INIT_STD = 0.88, 0.5, 0.2
 # (``torch.full(..., 1e-7, dtype=torch.float32)``): the same value in float64 runs.
 EPS = float(np.float32(1e-7))
 REG_THRESHOLD = 20.0
+OMEGA = 20.0  # the log-space clamp ω
 
 
 def _normal(key, shape, mean: float):
     return mean + INIT_STD * jax.random.normal(key, shape, float_dtype())
+
+
+def multiplicative_path(x, w_m, omega: float):
+    """(m, s): m = exp(min(log(max(|x|, ε)) @ W_m, ω)) and the sign s_j = ∏_i (|W_m,ij|·sign(x_i)
+    + 1 − |W_m,ij|), each ``[..., out]``; the unit's output is g ⊙ a + (1 − g) ⊙ m ⊙ s."""
+    log_m = thin_matmul(jnp.log(jnp.maximum(tabs(x), EPS)), w_m)
+    m = jnp.exp(jnp.minimum(log_m, omega))
+    w_abs = tabs(w_m)
+    s = product_over_inputs(w_abs * jnp.sign(x)[..., :, None] + 1.0 - w_abs)
+    return m, s
 
 
 class INALU(ArithmeticUnit):
@@ -53,7 +64,9 @@ class INALU(ArithmeticUnit):
         grad_clip=0.1, gated_regularizer=True, stall_reinit=True
     )  # fmt: skip
 
-    def __init__(self, in_features: int, out_features: int, *, rngs: nnx.Rngs, omega: float = 20.0):
+    def __init__(
+        self, in_features: int, out_features: int, *, rngs: nnx.Rngs, omega: float = OMEGA
+    ):
         super().__init__(in_features, out_features)
         self.omega = omega
         shape = (in_features, out_features)
@@ -75,10 +88,7 @@ class INALU(ArithmeticUnit):
         """``x`` ``[..., in]`` -> ``[..., out]``."""
         w_a, w_m = self.add_weight(), self.mul_weight()
         a = thin_matmul(x, w_a)
-        log_m = thin_matmul(jnp.log(jnp.maximum(tabs(x), EPS)), w_m)
-        m = jnp.exp(jnp.minimum(log_m, self.omega))
-        w_abs = tabs(w_m)
-        s = product_over_inputs(w_abs * jnp.sign(x)[..., :, None] + 1.0 - w_abs)
+        m, s = multiplicative_path(x, w_m, self.omega)
         g = jax.nn.sigmoid(self.g[...])
         return g * a + (1.0 - g) * m * s
 
