@@ -86,6 +86,18 @@ def kernel_breakdown(fn, args, steps: int, seeds: int, top: int) -> dict:
     }
 
 
+def seeds_off_block(model: str, seeds: int, block: int) -> str:
+    """The sentence for a seed count that is not a multiple of the seed block ("" if it is):
+    the profile vmaps ``block`` seeds at a time."""
+    if seeds % block == 0:
+        return ""
+    nearest = block * max(1, round(seeds / block))
+    return (
+        f"--seeds must be a multiple of {model}'s seed block ({block}) for this task; "
+        f"{seeds} is not (e.g. --seeds {nearest})."
+    )
+
+
 def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernels=0,
             task: str = "arithmetic") -> dict:  # fmt: skip
     import jax
@@ -101,7 +113,8 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
 
     config = benchmark_config(model, settings, task)
     block = int(config.seed_block)
-    assert seeds % block == 0, "--seeds must be a multiple of seed_block"
+    if message := seeds_off_block(model, seeds, block):
+        raise ValueError(message)
 
     options = compiler_options(config, jax.default_backend()) or None  # as the engine's
 
@@ -201,11 +214,8 @@ def main() -> None:
     models = list(every) if args.models == "all" else args.models.split(",")
     for m in models:  # before any compile: a bad --seeds is one sentence, exit status 2
         block = int(benchmark_config(m, args.set, args.task).seed_block)
-        if args.seeds % block:
-            parser.error(
-                f"--seeds must be a multiple of {m}'s seed block ({block}) for this task; "
-                f"{args.seeds} is not (e.g. --seeds {block * max(1, round(args.seeds / block))})."
-            )
+        if message := seeds_off_block(m, args.seeds, block):
+            parser.error(message)
     rows = []
     for m in models:
         rows.append(
