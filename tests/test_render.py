@@ -101,6 +101,21 @@ def test_a_missing_cell_shows_the_papers_figures_and_only_selects_cells(tmp_path
     )
 
 
+def test_arith_seeds_groups_the_committed_cells_by_seed_count(tmp_path):
+    root = tmp_path / "results"
+    # × NMU and + NAU: the two cells whose published sparsity error is a sample mean (the
+    # others' Beta fit would need seeds.csv)
+    for key, n in (("mul-nmu", 100), ("add-nau", 40)):
+        _cell(root, f"iclr2020-arithmetic/{key}", _arith_summary(n // 2, n, 5_000_000))
+    r = render.Renderer(str(root))
+    assert r.arith_seeds("iclr2020-arithmetic") == "100 seeds: × NMU; 40 seeds: + NAU"
+    assert r.arith_seeds("iclr2020-arithmetic", only=["add-nau", "add-linear"]) == (
+        "40 seeds: + NAU"
+    )
+    with pytest.raises(render.Missing):
+        render.Renderer(str(tmp_path / "empty")).arith_seeds("iclr2020-arithmetic")
+
+
 def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
     root = tmp_path / "results"
     machine = {"cpu": "Test CPU", "cores": 2, "platform": "cpu", "devices": 2,

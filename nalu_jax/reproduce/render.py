@@ -21,6 +21,7 @@ Functions (all read ``results/``):
                                                    beside the paper's, a verdict per cell (``only``:
                                                    cell keys such as "mul-nmu")
   ``arith_counts(table, ops=None, models=None, only=None)``  "7 of 11 cells reproduced, …"
+  ``arith_seeds(table, ops=None, models=None, only=None)``   "100 seeds: × NMU, + NAU; 20 seeds: …"
   ``primer_table(ops)``                            single-module success per range
   ``identity_table(cell)``                         identity failure: MAE per activation
   ``lengths_table(cells, labels=None)``            success per test length per model
@@ -255,6 +256,21 @@ class Renderer:
             raise Missing(table)
         return "; ".join(f"{n} of {len(verdicts)} cells {v}" for v, n in counts.items())
 
+    def arith_seeds(self, table, ops=None, models=None, only=None) -> str:
+        """The committed cells grouped by seed count, most first: "100 seeds: × NMU, + NAU;
+        20 seeds: × NALU" (cells without committed data are left out)."""
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        _, rows = self._rows(table, ops, models, only)
+        groups: dict[int, list[str]] = {}
+        for r in rows:
+            if r["status"] == "done":
+                label = f"{OP_LABELS.get(r['op'], r['op'])} {r['paper_name']}"
+                groups.setdefault(int(r["num_seeds"]), []).append(label)
+        if not groups:
+            raise Missing(table)
+        return "; ".join(f"{n} seeds: {', '.join(groups[n])}" for n in sorted(groups, reverse=True))
+
     def timing_table(self, table, ops=None, models=None) -> str:
         from nalu_jax.reproduce import specs
         from nalu_jax.reproduce.specs import OP_LABELS
@@ -434,7 +450,7 @@ class Renderer:
     # ------------------------------------------------------------------------- template
     def namespace(self) -> dict:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
-                 "arith_counts", "timing_table", "primer_table", "identity_table",
+                 "arith_counts", "arith_seeds", "timing_table", "primer_table", "identity_table",
                  "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
                  "gridworld_table")  # fmt: skip
         return {n: getattr(self, n) for n in names}
