@@ -120,6 +120,53 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
     assert open(tmp_path / "resumed" / "metrics.jsonl").read() == full
 
 
+def test_progress_file_formats_each_evaluation_once(tmp_path, monkeypatch):
+    """metrics.jsonl during training: at each checkpoint the lines of every evaluation so far,
+    the same as the final file's; only the evaluations since the last checkpoint are
+    formatted (a resumed process formats all of its first checkpoint's)."""
+    from nalu_jax.engine import run as run_lib
+
+    calls, files = [], []
+    real_call = run_lib.ProgressFile.__call__
+
+    def recording(self, history, done, diverged_at):
+        lines = self.lines
+        self.lines = lambda h, d, div, first: calls.append((first, d)) or lines(h, d, div, first)
+        try:
+            real_call(self, history, done, diverged_at)
+        finally:
+            self.lines = lines
+        files.append(open(self.path).read())
+
+    def config():
+        return tiny(load_config("arithmetic", "model=nau,op=add"), seeds=2, steps=2500)
+
+    monkeypatch.setattr(run_lib.ProgressFile, "__call__", recording)
+    train_and_evaluate(config(), str(tmp_path / "a"), progress=False)
+    final = open(tmp_path / "a" / "metrics.jsonl").read().splitlines(keepends=True)
+    assert len(final) == 6  # steps 0, 500, …, 2500
+    # checkpoints at steps 500 … 2,000, each before that step's evaluation
+    assert calls == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert files == ["".join(final[:d]) for _, d in calls]
+
+    calls.clear(), files.clear()
+    real_save = checkpoint_lib.Checkpointer.save
+
+    def save_then_stop(self, step, tree):
+        real_save(self, step, tree)
+        if step == 1000:
+            raise _Interrupt
+
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", save_then_stop)
+    with pytest.raises(_Interrupt):
+        train_and_evaluate(config(), str(tmp_path / "b"), progress=False)
+    assert calls == [(0, 1)]  # stopped at the step-1,000 save, before its file
+    calls.clear()
+    train_and_evaluate(config(), str(tmp_path / "b"), progress=False)
+    assert calls == [(0, 3), (3, 4)]  # resumed at step 1,000: its first file holds steps 0–1,000
+    assert open(tmp_path / "b" / "metrics.jsonl").read() == "".join(final)
+
+
 def test_other_config_in_workdir_needs_overwrite(tmp_path):
     train_and_evaluate(
         tiny(load_config("arithmetic", "model=nau,op=add")), str(tmp_path), progress=False

@@ -49,7 +49,9 @@ class Population:
     hparams: list
     contexts: list  # one dict per setting (e.g. its task and success threshold)
     solved: Any = None  # run_setting [n] -> ((history, num_done) -> bool [n]), or None
-    metrics_jsonl: Any = None  # (history, num_done, diverged_at) -> str, or None
+    # (history, num_done, diverged_at, first) -> the lines of evaluations first ≤ e < num_done
+    # (a line depends only on the history up to its evaluation), or None
+    metrics_jsonl: Any = None
 
     def setting(self, h: int) -> Population:
         """The population of setting ``h`` alone (for its report)."""
@@ -227,6 +229,27 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     return _write_results(experiment, workdir, config, outcome)
 
 
+class ProgressFile:
+    """``metrics.jsonl`` while a one-setting run trains, rewritten atomically at each checkpoint.
+
+    Only the evaluations since the last checkpoint are formatted (``lines(history, done,
+    diverged_at, first)``); the lines before them are kept from earlier calls, so a long run's
+    checkpoints cost what their new evaluations do, not what the whole history does. The first
+    call in a process formats every line (a resumed run holds none yet).
+    """
+
+    def __init__(self, path: str, lines):
+        self.path, self.lines = path, lines
+        self.parts, self.done = [], 0
+
+    def __call__(self, history, done: int, diverged_at) -> None:
+        if done < self.done:  # not a continuation of what is held: start again
+            self.parts, self.done = [], 0
+        self.parts.append(self.lines(history, done, diverged_at, self.done))
+        self.done = done
+        atomic_write(self.path, "".join(self.parts))
+
+
 def _train_program(pop, label, config, workdir, proc, settings, run_setting, run_seed, mine,
                    progress, single, extend_from=()) -> dict:  # fmt: skip
     """This process's runs of one program → its part of the results."""
@@ -235,10 +258,7 @@ def _train_program(pop, label, config, workdir, proc, settings, run_setting, run
     events = events_writer(workdir, label, config, proc, settings, run_setting[mine], solved)
     on_checkpoint = None
     if single and pop.metrics_jsonl is not None:  # the progress file of a one-setting run
-        jsonl = os.path.join(workdir, "metrics.jsonl")
-
-        def on_checkpoint(history, done, diverged_at):
-            atomic_write(jsonl, pop.metrics_jsonl(history, done, diverged_at))
+        on_checkpoint = ProgressFile(os.path.join(workdir, "metrics.jsonl"), pop.metrics_jsonl)
 
     if len(settings) == 1:  # hyperparameters shared by every run; a sweep: one per run
         run_hp = pop.hparams[0]

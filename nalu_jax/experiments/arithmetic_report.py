@@ -61,14 +61,15 @@ def running_solved(valid: np.ndarray, test: np.ndarray, threshold) -> np.ndarray
     return np.array([tracker.update(v, t) for v, t in zip(valid, test, strict=True)], np.int64)
 
 
-def metrics_lines(history: dict, num_evals: int, threshold: float, diverged_at) -> str:
-    """One JSON line per evaluation: quantiles over seeds, seeds solved and diverged so far."""
+def metrics_lines(history: dict, num_evals: int, threshold: float, diverged_at, first=0) -> str:
+    """One JSON line per evaluation ``first ≤ e < num_evals``: quantiles over seeds, seeds
+    solved and diverged so far."""
     steps = history["step"][:num_evals]
     valid, test = history["valid_mse"][:num_evals], history["test_mse"][:num_evals]
     solved = running_solved(valid, test, threshold)
     diverged_at = np.asarray(diverged_at)
     lines = []
-    for e in range(num_evals):
+    for e in range(first, num_evals):
         loss = history["train_loss"][e]
         lines.append(
             dumps(
@@ -82,8 +83,9 @@ def metrics_lines(history: dict, num_evals: int, threshold: float, diverged_at) 
                     "seeds_diverged": int(np.sum((diverged_at >= 0) & (diverged_at < steps[e]))),
                 }
             )
+            + "\n"
         )
-    return "\n".join(lines) + "\n"
+    return "".join(lines)
 
 
 def seeds_csv(seeds, judgement: dict, diverged_at) -> str:

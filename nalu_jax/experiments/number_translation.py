@@ -141,10 +141,11 @@ def judge(history, diverged, success_accuracy: float) -> dict:
     return out
 
 
-def metrics_jsonl(history, num_done, diverged_at) -> str:
-    """One JSON line per evaluation ``e < num_done``: quantiles over seeds of each metric."""
+def metrics_jsonl(history, num_done, diverged_at, first=0) -> str:
+    """One JSON line per evaluation ``first ≤ e < num_done``: quantiles over seeds of each
+    metric."""
     lines = []
-    for e in range(num_done):
+    for e in range(first, num_done):
         line = rep.line_head(history, e, diverged_at)
         for split in SPLITS:
             for k in FIELDS:

@@ -23,11 +23,11 @@ def _line(history, e, thresholds, diverged_at, lengths):
     return rep.dumps(line)
 
 
-def metrics_jsonl(history, num_done, thresholds, diverged_at, lengths) -> str:
-    """One JSON line per evaluation ``e < num_done``: quantiles over seeds of each metric per
-    test length (``thresholds [L]`` or None adds the seeds below the threshold)."""
+def metrics_jsonl(history, num_done, thresholds, diverged_at, lengths, first=0) -> str:
+    """One JSON line per evaluation ``first ≤ e < num_done``: quantiles over seeds of each
+    metric per test length (``thresholds [L]`` or None adds the seeds below the threshold)."""
     return "".join(
-        _line(history, e, thresholds, diverged_at, lengths) + "\n" for e in range(num_done)
+        _line(history, e, thresholds, diverged_at, lengths) + "\n" for e in range(first, num_done)
     )
 
 
