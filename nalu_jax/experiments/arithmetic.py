@@ -400,7 +400,7 @@ def population(config, settings, make=trainer_for, threshold=None) -> Population
         hparams,
         contexts,
         solved=lambda run_setting: _solved(thresholds, run_setting),
-        metrics_jsonl=lambda h, done, d, first=0: report.metrics_lines(
+        metrics_jsonl=lambda h, done, d, first: report.metrics_lines(
             h, done, thresholds[0], d, first
         ),
     )

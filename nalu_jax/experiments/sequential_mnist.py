@@ -273,7 +273,7 @@ def population(config, settings) -> Population:
 
 def _metrics_jsonl(config, thresholds):
     lengths = [int(n) for n in config.task.test_lengths]
-    return lambda history, done, diverged_at, first=0: report.metrics_jsonl(
+    return lambda history, done, diverged_at, first: report.metrics_jsonl(
         history, done, thresholds, diverged_at, lengths, first
     )
 
