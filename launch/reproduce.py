@@ -6,7 +6,10 @@
     python -m launch.reproduce --table=primer-single-module --ops=mul,add --workdir=runs/primer
 
 Tables: iclr2020-arithmetic, iclr2020-gate, iclr2020-ablation, primer-single-module
-(``nalu_jax.reproduce.specs``). Each cell (op × model; single-module cells run their nine
+(``nalu_jax.reproduce.specs``); figures with an x axis: iclr2020-hidden-size, iclr2020-range,
+iclr2020-input-size, iclr2020-overlap, iclr2020-subset, iclr2020-lambda
+(``nalu_jax.reproduce.figures_iclr``; a point is a sweep setting or a cell OP-MODEL-POINT).
+Before training it prints every cell's seed-steps and the estimated time on one GPU. Each cell (op × model; single-module cells run their nine
 ranges as one program) trains in ``WORKDIR/cells/OP-MODEL``; finished cells are skipped,
 stopped ones resume, and ``WORKDIR/table.md``, ``table.csv`` and ``figures/OP.png`` hold every
 finished cell of the workdir (a later invocation with other cells adds to them). Before

@@ -35,6 +35,11 @@ SWEEPABLE = {
     "extrapolation_range": ("task", "extrapolation_range"),
     "threshold_epsilon": ("task", "threshold_epsilon"),
 }
+#: sweeps whose every value sets several SWEEPABLE fields together (one setting per value, not
+#: their grid): name → the fields, e.g. ``range_pair`` values are (interpolation, extrapolation)
+#: pairs (ICLR 2020 App. C's interpolation-range figure). No default slot: a config that uses
+#: one adds it to ``config.sweep``, so every other config's fields are as before.
+SWEEP_ZIPPED = {"range_pair": ("interpolation_range", "extrapolation_range")}
 
 
 def as_tuples(value):

@@ -2,7 +2,8 @@
 
 ``config.sweep`` names traced hyperparameters with a tuple of values each, e.g.
 ``--config.sweep.lr="(1e-3, 3e-3)" --config.sweep.range_index="(1,2,3,4,5,6,7,8,9)"``. The
-settings are the grid of all listed values; every setting runs all the config's seeds, and
+settings are the grid of all listed values (a ``SWEEP_ZIPPED`` name, e.g. ``sweep.range_pair``, is one axis of that grid
+whose every value sets its fields together); every setting runs all the config's seeds, and
 all settings × seeds train as one population (one compiled program): each run carries its own
 ``HParams`` and is judged with its setting's facts. Anything that would change shapes is
 static and cannot be swept; each experiment says which names it accepts (``SWEEPABLE``).
@@ -16,7 +17,7 @@ import itertools
 import jax
 import jax.numpy as jnp
 
-from nalu_jax.config import SWEEPABLE, ConfigError, as_tuples
+from nalu_jax.config import SWEEP_ZIPPED, SWEEPABLE, ConfigError, as_tuples
 from nalu_jax.tasks.arithmetic import is_two_interval
 
 
@@ -37,7 +38,8 @@ def swept(config, allowed=tuple(SWEEPABLE)) -> dict:
         values = sweep[name]
         if values is None or len(values) == 0:
             continue
-        if name not in allowed:
+        parts = SWEEP_ZIPPED.get(name, (name,))
+        if not all(p in allowed for p in parts):
             raise ConfigError(f"sweep.{name} is not sweepable here; allowed: {sorted(allowed)}.")
         out[name] = tuple(as_tuples(v) for v in values)
     return out
@@ -50,11 +52,15 @@ def expand(config, allowed=tuple(SWEEPABLE)) -> list[Setting]:
     for values in itertools.product(*grid.values()):
         c = config.copy_and_resolve_references()
         with c.unlocked():
+            named = {}
             for name, value in zip(grid, values, strict=True):
+                parts = SWEEP_ZIPPED.get(name)
+                named.update(zip(parts, value, strict=True) if parts else [(name, value)])
+            for name, value in named.items():
                 section, field = SWEEPABLE[name]
                 c[section][field] = value
-        name = ",".join(f"{k}={v}" for k, v in zip(grid, values, strict=True))
-        settings.append(Setting(name, dict(zip(grid, values, strict=True)), c))
+        name = ",".join(f"{k}={v}" for k, v in named.items())
+        settings.append(Setting(name, named, c))
     return settings
 
 

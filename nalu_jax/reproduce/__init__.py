@@ -12,7 +12,10 @@ import os
 
 from nalu_jax.reproduce import cells as cells_lib
 from nalu_jax.reproduce import specs
+from nalu_jax.reproduce.figures_iclr import FIGURES
 from nalu_jax.reproduce.specs import TABLES, Cell, TableSpec, cell_config, table
+
+TABLES.update(FIGURES)  # the figures are tables with an x axis (``specs.Axis``)
 
 __all__ = ["TABLES", "Cell", "TableSpec", "cell_config", "reproduce", "table", "write"]
 
@@ -122,6 +125,11 @@ def reproduce(
             log(f"  {c.key}: {cells_lib.num_runs(cfg)} runs × {cfg.num_steps} "
                 f"steps, estimated {cells_lib.duration(estimates[c.key])}")  # fmt: skip
         log(f"estimated wall time on this machine: {cells_lib.duration(sum(estimates.values()))}")
+    if pending:
+        from nalu_jax.reproduce import budget
+
+        for line in budget.plan(pending, {c.key: plan[c.key][1] for c in pending}, estimates):
+            log(line)
     os.makedirs(workdir, exist_ok=True)
     located = {}
 

@@ -453,7 +453,9 @@ class Renderer:
                  "arith_counts", "arith_seeds", "timing_table", "primer_table", "identity_table",
                  "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
                  "gridworld_table")  # fmt: skip
-        return {n: getattr(self, n) for n in names}
+        from nalu_jax.reproduce import figures_render
+
+        return {n: getattr(self, n) for n in names} | figures_render.functions(self)
 
     def render(self, template: str) -> str:
         ns = self.namespace()

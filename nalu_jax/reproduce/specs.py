@@ -31,6 +31,22 @@ class Variant:
 
 
 @dataclasses.dataclass(frozen=True)
+class Axis:
+    """A figure's x axis (ICLR 2020 App. C's dataset-parameter figures): the value of one config
+    field per point. ``sweep``: the points are one program, ``config.sweep[sweep]`` (traced;
+    ``range_pair`` sets both ranges), else one program (one cell) per point. ``steps``: the
+    published iterations per point where they differ (the input-size figure)."""
+
+    name: str  # e.g. "hidden_size" (the cell key's suffix: "h4")
+    label: str  # the x axis' label
+    field: str  # dotted config field a point sets (sweep: the swept field or pair)
+    points: tuple
+    keys: tuple  # per point, the cell key's suffix (per-point figures)
+    sweep: str = ""
+    steps: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class TableSpec:
     name: str
     kind: str  # "arithmetic" or "single_module"
@@ -41,6 +57,8 @@ class TableSpec:
     source: str  # citation of the published figures (or of the protocol)
     published: str | None  # file in nalu_jax/reproduce/published/, or None (no figures)
     models_by_op: dict | None = None  # op -> variant keys (single-module), else every model
+    axis: Axis | None = None  # a figure's x axis (points), or None (a table)
+    first_seed: int = 0  # the published runs' first seed (the λ̂ figure's are 25–49)
 
     def variant(self, key: str) -> Variant:
         for v in self.variants:
@@ -57,11 +75,12 @@ class Cell:
     table: str
     op: str
     variant: Variant
+    point: str = ""  # a per-point figure's point (its key suffix, e.g. "h4"), else ""
 
     @property
     def key(self) -> str:
         """The cell's directory name under ``WORKDIR/cells``."""
-        return f"{self.op}-{self.variant.key}"
+        return f"{self.op}-{self.variant.key}" + (f"-{self.point}" if self.point else "")
 
 
 def _v(key, label, model=None, **kw):
@@ -199,7 +218,8 @@ def cells(spec: TableSpec, models=None, ops=None) -> list[Cell]:
     for op in ops or spec.ops:
         for v in variants:
             if spec.models_by_op is None or v.key in spec.models_by_op[op]:
-                out.append(Cell(spec.name, op, v))
+                points = spec.axis.keys if spec.axis and not spec.axis.sweep else ("",)
+                out.extend(Cell(spec.name, op, v, p) for p in points)
     if not out:
         raise ConfigError(f"no cell of table {spec.name!r} has these models and ops.")
     return out
@@ -239,5 +259,24 @@ def cell_config(spec: TableSpec, cell: Cell, num_seeds: int | None = None, num_s
             node[last] = value
     # Checkpoints (and the metrics.jsonl rewrite with them) about 20 times per run, at least
     # every 10,000 steps: a 5·10⁶-step cell would otherwise save 500 times.
+    if spec.axis is not None:
+        _set_point(spec, cell, c, num_steps)
     c.checkpoint_every = max(10_000, c.num_steps // 20 // c.eval_every * c.eval_every)
     return c
+
+
+def _set_point(spec: TableSpec, cell: Cell, c, num_steps) -> None:
+    """A figure cell's config: its swept points, or its one point (and the point's published
+    iterations, scaled by the ``num_steps`` reduction where one is asked)."""
+    axis = spec.axis
+    c.first_seed = spec.first_seed
+    if axis.sweep:
+        with c.sweep.unlocked():
+            c.sweep[axis.sweep] = tuple(axis.points)
+        return
+    i = axis.keys.index(cell.point)
+    section, field = axis.field.split(".")
+    c[section][field] = axis.points[i]
+    if axis.steps:
+        steps = axis.steps[i] * (int(num_steps) / spec.num_steps if num_steps else 1)
+        c.num_steps = max(int(steps) // c.eval_every, 1) * c.eval_every

@@ -1,0 +1,114 @@
+"""ICLR 2020's dataset-parameter and λ̂ figures as reproduction tables: one ``TableSpec`` each,
+with an ``Axis`` of points (Madsen & Johansen 2020, §4.1 Figure 3 and Appendix C.5, C.7).
+
+The protocol is stable-nalu's (``lfs_batch_jobs/function_task_static_mul_*.sh`` and
+``function_task_static_regualization.sh`` at commit b3296ac): ×, the task's defaults except the
+swept parameter, 50 seeds (λ̂: 25, seeds 25–49), 5·10⁶ iterations (input size: 5, 10 or 15·10⁶,
+growing with the size). Interpolation range and λ̂ change no shape, so a model's points are one
+program (``config.sweep``: ``range_pair`` sets both ranges of a point, ``reg_scale`` the λ̂); hidden
+size, input size, overlap and subset ratio fix the task's or the model's shapes (the subsets'
+sizes and starts are static), so each point is a program (a cell) of its own.
+
+The authors ship no per-seed data of these figures (only PDFs); ``CLAIMS`` holds what the
+paper's text says of each, which ``nalu_jax.reproduce.figures_render`` checks against ours.
+"""
+
+from __future__ import annotations
+
+from nalu_jax.reproduce.specs import Axis, TableSpec, Variant
+
+_ICLR = "Madsen & Johansen, Neural Arithmetic Units, ICLR 2020 (arXiv:2001.05016)"
+#: the models of the × figures, as the batch scripts list them (their `--layer-type` lines)
+_MUL_MODELS = (
+    Variant("nmu", "NMU", "nmu"),
+    Variant("nac_mul", "NAC•", "nac_mul"),
+    Variant("nac_mul_sigma", "NAC•,σ", "nac_mul_sigma"),
+    Variant("nac_mul_nmu", "NAC•,NMU", "nac_mul_nmu"),
+    Variant("nalu", "NALU", "nalu"),
+    Variant("gated_nau_nmu", "Gated NAU/NMU", "gated_nau_nmu"),
+)
+#: interpolation → extrapolation range (App. C.5; lfs_batch_jobs/function_task_static_mul_range.sh)
+RANGE_PAIRS = (
+    ((-2.0, -1.0), (-6.0, -2.0)),
+    ((-2.0, 2.0), ((-6.0, -2.0), (2.0, 6.0))),
+    ((0.0, 1.0), (1.0, 5.0)),
+    ((0.1, 0.2), (0.2, 2.0)),
+    ((1.0, 2.0), (2.0, 6.0)),
+    ((1.1, 1.2), (1.2, 6.0)),
+    ((10.0, 20.0), (20.0, 40.0)),
+)
+_HIDDEN = tuple(range(2, 11))
+_INPUT = (4, 10, 25, 50, 75, 100, 125, 150, 175, 200, 225, 250, 275, 300)
+#: iterations per input size (the script's max_miters × 10⁶)
+_INPUT_STEPS = tuple(m * 1_000_000 for m in (5, 5, 5, 5, 5, 5, 10, 10, 10, 10, 15, 15, 15, 15))
+_OVERLAP = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+_SUBSET = (0.05, 0.1, 0.25, 0.5)
+_LAMBDA = (0.0, 0.01, 0.1, 1.0, 10.0, 100.0)
+
+
+def _fig(name, axis, source, seeds=50, steps=5_000_000, ops=("mul",), models=_MUL_MODELS, **kw):
+    return TableSpec(name, "arithmetic", ops, models, seeds, steps, f"{_ICLR}, {source}", None,
+                     axis=axis, **kw)  # fmt: skip
+
+
+FIGURES = {
+    "iclr2020-hidden-size": _fig(
+        "iclr2020-hidden-size",
+        Axis("hidden_size", "hidden size", "model.hidden_size", _HIDDEN,
+             tuple(f"h{h}" for h in _HIDDEN)),
+        "§4.1 Figure 3 (top) and App. C (hidden size)",
+    ),
+    "iclr2020-range": _fig(
+        "iclr2020-range",
+        Axis("range", "interpolation range", "task.range_pair", RANGE_PAIRS,
+             tuple(f"r{i}" for i in range(1, len(RANGE_PAIRS) + 1)), sweep="range_pair"),
+        "§4.1 Figure 3 (bottom) and App. C.5 (interpolation range)",
+    ),
+    "iclr2020-input-size": _fig(
+        "iclr2020-input-size",
+        Axis("input_size", "input size", "task.input_size", _INPUT,
+             tuple(f"i{n}" for n in _INPUT), steps=_INPUT_STEPS),
+        "App. C.5 Figure (input size)",
+    ),
+    "iclr2020-overlap": _fig(
+        "iclr2020-overlap",
+        Axis("overlap_ratio", "overlap ratio", "task.overlap_ratio", _OVERLAP,
+             tuple(f"o{v:g}" for v in _OVERLAP)),
+        "App. C.5 Figure (overlap ratio)",
+    ),
+    "iclr2020-subset": _fig(
+        "iclr2020-subset",
+        Axis("subset_ratio", "subset ratio", "task.subset_ratio", _SUBSET,
+             tuple(f"s{v:g}" for v in _SUBSET)),
+        "App. C.5 Figure (subset ratio)",
+    ),
+    "iclr2020-lambda": _fig(
+        "iclr2020-lambda",
+        Axis("reg_scale", "λ̂_sparse", "train.reg_scale", _LAMBDA, (), sweep="reg_scale"),
+        "App. C.7 Figures (λ̂_sparse: NAU on + and −, NMU on ×)",
+        seeds=25, ops=("add", "sub", "mul"),
+        models=(Variant("nau", "NAU", "nau"), Variant("nmu", "NMU", "nmu")),
+        models_by_op={"add": ("nau",), "sub": ("nau",), "mul": ("nmu",)},
+        first_seed=25,
+    ),
+}  # fmt: skip
+
+
+#: what the paper's text says of each figure, as a check of our success rates: ``(claim,
+#: check)``; ``check(rate, have)`` with ``rate(model, point index) -> float`` (a model without
+#: committed data: no verdict) and ``have(model)``: whether the model's cell is committed
+CLAIMS = {
+    "iclr2020-hidden-size": (
+        "the NMU handles a much larger hidden size than NAC• (§4.1): at the largest hidden "
+        "size (10) the NMU succeeds more often than NAC•",
+        lambda rate, have: rate("nmu", -1) > rate("nac_mul", -1),
+    ),
+    "iclr2020-range": (
+        "the NMU works when the input holds both signs, U[−2,2] (§4.1), and no model learns "
+        "U[1.1,1.2] (§4.1 prints U[−1.1,1.2], a range the figure does not have): of the models "
+        "committed, the NMU solves some seeds on U[−2,2] and none solves a seed on U[1.1,1.2]",
+        lambda rate, have: (
+            rate("nmu", 1) > 0 and all(rate(m.key, 5) == 0 for m in _MUL_MODELS if have(m.key))
+        ),
+    ),
+}

@@ -1,0 +1,174 @@
+"""The template functions of the ICLR 2020 figures (``nalu_jax.reproduce.figures_iclr``): each
+figure as a table of success per point and model, its committed budget, and its verdict.
+
+  ``figure_table(name, op="mul")``   success per point (rows) and model (columns): "3/10 [11%, 60%]"
+  ``figure_budget(name)``            committed seed-steps, the fraction of the paper's, wall time
+                                     and machine
+  ``figure_verdict(name)``           the rubric applied to the paper's claim (``CLAIMS``)
+
+A figure's cell is ``results/<name>/<op>-<model>`` (its points are one program's sweep settings)
+or ``results/<name>/<op>-<model>-<point>`` (one program per point).
+"""
+
+from __future__ import annotations
+
+from nalu_jax.config import as_tuples
+from nalu_jax.reproduce.figures_iclr import CLAIMS
+
+
+def _pct(v) -> str:
+    return f"{100 * v:.0f}%"
+
+
+def _point_label(axis, value) -> str:
+    if axis.name == "range":
+        inter, extra = value
+        show = lambda r: (" ∪ ".join(map(show, r)) if isinstance(r[0], tuple)  # noqa: E731
+                          else f"U[{r[0]:g},{r[1]:g}]")  # fmt: skip
+        return f"{show(inter)} → {show(extra)}"
+    return f"{value:g}"
+
+
+class FigureFunctions:
+    """The figure functions over a ``Renderer`` (its ``summary``/``batches`` read ``results/``)."""
+
+    def __init__(self, renderer):
+        self.r = renderer
+
+    def _point_summary(self, spec, cell_key: str, i: int) -> dict:
+        """The summary of point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``."""
+        from nalu_jax.reproduce.render import Missing
+
+        axis = spec.axis
+        if not axis.sweep:
+            return self.r.summary(f"{spec.name}/{cell_key}-{axis.keys[i]}")
+        want = axis.points[i]
+        for part in self.r.summary(f"{spec.name}/{cell_key}").get("settings", []):
+            values = part.get("setting_values", {})
+            got = (
+                (as_tuples(values.get("interpolation_range")),
+                 as_tuples(values.get("extrapolation_range")))
+                if axis.sweep == "range_pair" else values.get(axis.sweep)
+            )  # fmt: skip
+            if got == as_tuples(want):
+                return part
+        raise Missing(f"{spec.name}/{cell_key} point {_point_label(axis, want)}")
+
+    def _cells(self, spec, op):
+        return [v for v in spec.variants
+                if spec.models_by_op is None or v.key in spec.models_by_op[op]]  # fmt: skip
+
+    def figure_table(self, name, op="mul") -> str:
+        from nalu_jax.reproduce import specs
+        from nalu_jax.reproduce.render import Missing
+
+        spec = specs.table(name)
+        variants = self._cells(spec, op)
+        head = [spec.axis.label] + [v.label for v in variants]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        found = False
+        for i, value in enumerate(spec.axis.points):
+            row = [_point_label(spec.axis, value)]
+            for v in variants:
+                try:
+                    s = self._point_summary(spec, f"{op}-{v.key}", i)
+                except Missing:
+                    row.append("—")
+                    continue
+                found = True
+                lo, hi = s["success_interval"]
+                row.append(f"{s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]")
+            lines.append("| " + " | ".join(row) + " |")
+        if not found:
+            raise Missing(name)
+        return "\n".join(lines)
+
+    def _committed(self, spec):
+        """``[(cell path, point index or None, provenance batches)]`` of the committed cells."""
+        from nalu_jax.reproduce import specs
+        from nalu_jax.reproduce.render import Missing
+
+        out = []
+        for cell in specs.cells(spec):
+            path = f"{spec.name}/{cell.key}"
+            try:
+                out.append((path, cell, self.r.batches(path)))
+            except Missing:
+                continue
+        if not out:
+            raise Missing(spec.name)
+        return out
+
+    def fraction(self, name) -> float:
+        """The smallest fraction of the paper's seed-steps any committed cell ran (per point
+        where the points' budgets differ)."""
+        from nalu_jax.reproduce import specs
+
+        spec = specs.table(name)
+        fractions = []
+        for path, cell, _ in self._committed(spec):
+            s = self.r.summary(path)
+            steps = spec.num_steps
+            if spec.axis.steps:
+                steps = spec.axis.steps[spec.axis.keys.index(cell.point)]
+            seeds = int(s.get("num_seeds") or s["settings"][0]["num_seeds"])
+            fractions.append(seeds * int(s.get("num_steps") or s["settings"][0]["num_steps"])
+                             / (spec.num_seeds * steps))  # fmt: skip
+        return min(fractions)
+
+    def figure_budget(self, name) -> str:
+        from nalu_jax.reproduce import specs
+        from nalu_jax.reproduce.cells import num_runs
+        from nalu_jax.reproduce.specs import cell_config
+
+        spec = specs.table(name)
+        done, full, wall, where = 0, 0, 0.0, set()
+        committed = self._committed(spec)
+        for _, _cell, batches in committed:
+            for b in batches:
+                runs = b["num_seeds"] * (len(spec.axis.points) if spec.axis.sweep else 1)
+                done += runs * b["num_steps"]
+                wall += b["wall_time_s"]
+                m = b["machine"]
+                where.add(f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu"
+                          else m["device_kind"])  # fmt: skip
+        for cell in specs.cells(spec):
+            c = cell_config(spec, cell)
+            full += num_runs(c) * int(c.num_steps)
+        return (f"{len(committed)} of {len(specs.cells(spec))} cells, {done:.3g} seed-steps of "
+                f"the paper's {full:.3g} ({100 * done / full:.2g}%), {wall / 60:.1f} min on "
+                f"{'; '.join(sorted(where))}")  # fmt: skip
+
+    def figure_verdict(self, name) -> str:
+        """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our success rates
+        satisfy it; short of it, "not settled at F of the budget" below the paper's budget and
+        "not reproduced" at it; "measured" where the paper states no claim to check."""
+        from nalu_jax.reproduce import specs
+        from nalu_jax.reproduce.render import _budget
+
+        spec = specs.table(name)
+        fraction = self.fraction(name)
+        if name not in CLAIMS:
+            return "measured (the paper's text states no claim of this figure to check)"
+
+        def rate(model, i):
+            i = i % len(spec.axis.points)
+            return float(self._point_summary(spec, f"mul-{model}", i)["success_rate"])
+
+        def have(model):
+            return any(c.variant.key == model for _, c, _ in self._committed(spec))
+
+        held = CLAIMS[name][1](rate, have)
+        at = "" if fraction >= 1 else f" at {_budget(fraction)} of the budget"
+        if held:
+            return f"reproduced{at}"
+        return f"not settled{at}" if fraction < 1 else "not reproduced"
+
+    def figure_claim(self, name) -> str:
+        return CLAIMS[name][0] if name in CLAIMS else "none stated in the text"
+
+
+def functions(renderer) -> dict:
+    f = FigureFunctions(renderer)
+    return {n: getattr(f, n) for n in ("figure_table", "figure_budget", "figure_verdict",
+                                       "figure_claim")}  # fmt: skip

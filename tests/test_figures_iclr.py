@@ -1,0 +1,167 @@
+"""ICLR 2020's dataset-parameter and λ̂ figures (``nalu_jax.reproduce.figures_iclr``): the
+paired range sweep, each figure's cells and configs, the cost printed before a run, and the
+rendered table and verdict."""
+
+import json
+import math
+
+import pytest
+
+from nalu_jax.config import ConfigError, base_config
+from nalu_jax.engine import sweep
+from nalu_jax.reproduce import budget, cell_config, render, specs
+from nalu_jax.reproduce.cells import configs, num_runs
+from nalu_jax.reproduce.figures_iclr import FIGURES, RANGE_PAIRS
+
+
+def test_range_pair_sweep_sets_both_ranges_per_value_not_their_grid():
+    c = base_config()
+    with c.sweep.unlocked():
+        c.sweep.range_pair = RANGE_PAIRS[:3]
+    settings = sweep.expand(c)
+    assert len(settings) == 3  # pairs, not the 3 × 3 grid
+    got = [(s.config.task.interpolation_range, s.config.task.extrapolation_range) for s in settings]
+    assert [sweep.as_tuples(g) for g in got] == list(RANGE_PAIRS[:3])
+    assert settings[1].values == {
+        "interpolation_range": (-2.0, 2.0),
+        "extrapolation_range": ((-6.0, -2.0), (2.0, 6.0)),
+    }
+    with pytest.raises(ConfigError, match="range_pair"):
+        sweep.expand(c, allowed=("lr",))
+
+
+def test_a_config_without_the_pair_has_the_fields_it_had():
+    assert "range_pair" not in base_config().sweep
+
+
+@pytest.mark.parametrize(
+    ("name", "cells", "runs"),
+    [
+        ("iclr2020-hidden-size", 6 * 9, 50),
+        ("iclr2020-range", 6, 50 * 7),
+        ("iclr2020-input-size", 6 * 14, 50),
+        ("iclr2020-overlap", 6 * 6, 50),
+        ("iclr2020-subset", 6 * 4, 50),
+        ("iclr2020-lambda", 3, 25 * 6),
+    ],
+)
+def test_each_figure_has_its_cells_and_runs(name, cells, runs):
+    spec = specs.table(name)
+    got = specs.cells(spec)
+    assert len(got) == cells
+    assert all(num_runs(cell_config(spec, c)) == runs for c in got)
+
+
+def test_a_point_sets_its_field_and_the_input_size_its_iterations():
+    hidden = specs.table("iclr2020-hidden-size")
+    cell = next(c for c in specs.cells(hidden, ["nmu"]) if c.point == "h7")
+    assert cell.key == "mul-nmu-h7" and cell_config(hidden, cell).model.hidden_size == 7
+    inputs = specs.table("iclr2020-input-size")
+    by_key = {c.point: c for c in specs.cells(inputs, ["nmu"])}
+    assert cell_config(inputs, by_key["i300"]).task.input_size == 300
+    assert cell_config(inputs, by_key["i300"]).num_steps == 15_000_000
+    assert cell_config(inputs, by_key["i125"]).num_steps == 10_000_000
+    # --steps reduces every point by the same fraction: 1/50 of 15·10⁶
+    assert cell_config(inputs, by_key["i300"], 10, 100_000).num_steps == 300_000
+    overlap = specs.table("iclr2020-overlap")
+    cell = next(c for c in specs.cells(overlap, ["nalu"]) if c.point == "o0.25")
+    assert cell_config(overlap, cell).task.overlap_ratio == 0.25
+
+
+def test_the_lambda_figure_is_the_scripts_protocol():
+    spec = specs.table("iclr2020-lambda")
+    cfgs = configs(spec, specs.cells(spec))
+    assert sorted(cfgs) == ["add-nau", "mul-nmu", "sub-nau"]
+    c = cfgs["add-nau"]
+    assert (c.first_seed, c.num_seeds) == (25, 25)  # seeds 25–49
+    assert tuple(c.sweep.reg_scale) == (0.0, 0.01, 0.1, 1.0, 10.0, 100.0)
+    assert c.model.name == "nau"
+
+
+def test_gpu_rate_is_the_measured_one_at_the_measured_sizes():
+    assert budget.gpu_rate(100, "nmu") == pytest.approx(1.67e6)
+    assert budget.gpu_rate(1_000, "nmu") == pytest.approx(5.8e6)
+    assert budget.gpu_rate(10_000, "nalu") == pytest.approx(3.6e6)
+    assert budget.gpu_rate(10, "nmu") == pytest.approx(1.67e6)  # held below the smallest
+    # halfway in log(runs) between 100 and 1,000 runs: halfway between the rates
+    assert budget.gpu_rate(round(math.sqrt(1e5)), "nmu") == pytest.approx(3.735e6, rel=1e-3)
+
+
+def test_plan_counts_seed_steps_of_every_cell():
+    spec = specs.table("iclr2020-lambda")
+    cells = specs.cells(spec)
+    lines = budget.plan(cells, configs(spec, cells, 10, 20_000), {"mul-nmu": 30.0})
+    # 3 cells × 10 seeds × 6 λ̂ × 20,000 steps
+    assert lines[-1].startswith("total 3.6e+06 seed-steps; this CPU ≈ 30 s;")
+    assert "mul-nmu: 60 runs × 20,000 steps = 1.2e+06 seed-steps" in lines[2]
+
+
+def _summary(solved, n, steps):
+    from nalu_jax.reporting import metrics
+
+    return {"num_seeds": n, "num_steps": steps, "solved": solved, "success_rate": solved / n,
+            "success_interval": list(metrics.wilson_interval(solved, n))}  # fmt: skip
+
+
+def _commit(root, path, summary, seeds, steps):
+    d = root / path
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps(summary))
+    machine = {"cpu": "Test CPU", "cores": 2, "platform": "cpu", "devices": 2,
+               "device_kind": "cpu"}  # fmt: skip
+    batch = {"first_seed": 0, "num_seeds": seeds, "num_steps": steps, "machine": machine,
+             "wall_time_s": 120.0}  # fmt: skip
+    (d / "provenance.json").write_text(json.dumps({"batches": [batch]}))
+
+
+def _range_cell(root, model, solved_per_point, n=10, steps=100_000):
+    parts = []
+    for (inter, extra), k in zip(RANGE_PAIRS, solved_per_point, strict=True):
+        values = {"interpolation_range": inter, "extrapolation_range": extra}
+        parts.append(_summary(k, n, steps) | {"setting_values": values})
+    _commit(root, f"iclr2020-range/mul-{model}", {"settings": parts}, n, steps)
+
+
+def test_range_figure_table_budget_and_verdict(tmp_path):
+    root = tmp_path / "results"
+    ren = render.Renderer(str(root))
+    with pytest.raises(render.Missing):
+        ren.namespace()["figure_table"]("iclr2020-range")
+    _range_cell(root, "nmu", (0, 3, 0, 0, 10, 0, 0))
+    _range_cell(root, "nac_mul", (0, 0, 0, 0, 2, 0, 0))
+    ns = ren.namespace()
+    table = ns["figure_table"]("iclr2020-range").splitlines()
+    assert table[0].startswith("| interpolation range | NMU | NAC• | NAC•,σ |")
+    assert table[3].startswith(
+        "| U[-2,2] → U[-6,-2] ∪ U[2,6] | 3/10 [11%, 60%] | 0/10 [0%, 28%] | — |"
+    )
+    # 10 seeds × 10⁵ steps of the paper's 50 × 5·10⁶: 1/250
+    assert ns["figure_verdict"]("iclr2020-range") == "reproduced at 1/250 of the budget"
+    assert ns["figure_budget"]("iclr2020-range").startswith(
+        "2 of 6 cells, 1.4e+07 seed-steps of the paper's 1.05e+10 (0.13%), 4.0 min on Test CPU"
+    )
+
+
+def test_a_claim_short_of_the_paper_is_not_settled_below_the_budget(tmp_path):
+    root = tmp_path / "results"
+    _range_cell(root, "nmu", (0, 0, 0, 0, 0, 0, 0))  # NMU solves nothing on U[-2,2]
+    ns = render.Renderer(str(root)).namespace()
+    assert ns["figure_verdict"]("iclr2020-range") == "not settled at 1/250 of the budget"
+    root2 = tmp_path / "full"
+    _range_cell(root2, "nmu", (0, 0, 0, 0, 0, 0, 0), n=50, steps=5_000_000)
+    assert render.Renderer(str(root2)).namespace()["figure_verdict"]("iclr2020-range") == (
+        "not reproduced"
+    )
+
+
+def test_per_point_cells_and_a_figure_without_a_claim(tmp_path):
+    root = tmp_path / "results"
+    for point, k in (("o0", 4), ("o0.5", 9)):
+        path = f"iclr2020-overlap/mul-nmu-{point}"
+        _commit(root, path, _summary(k, 10, 100_000), 10, 100_000)
+    ns = render.Renderer(str(root)).namespace()
+    rows = ns["figure_table"]("iclr2020-overlap").splitlines()
+    assert rows[2].startswith("| 0 | 4/10 ") and rows[5].startswith("| 0.5 | 9/10 ")
+    assert rows[3].startswith("| 0.1 | — |")
+    assert ns["figure_verdict"]("iclr2020-overlap").startswith("measured")
+    assert set(FIGURES) <= set(specs.TABLES)
