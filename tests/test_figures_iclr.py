@@ -165,3 +165,19 @@ def test_per_point_cells_and_a_figure_without_a_claim(tmp_path):
     assert rows[3].startswith("| 0.1 | — |")
     assert ns["figure_verdict"]("iclr2020-overlap").startswith("measured")
     assert set(FIGURES) <= set(specs.TABLES)
+
+
+def test_appendix_c_published_rows_name_their_source():
+    from nalu_jax.reproduce import tables
+
+    pub = tables.published(specs.table("iclr2020-arithmetic"))
+    sources = {k: r["source"] for k, r in pub.items()}
+    assert {s for k, s in sources.items() if k[1] == "gated_nau_nmu"} == {
+        "function_task_static_all.tex"
+    }
+    assert {s for k, s in sources.items() if k[1] != "gated_nau_nmu"} == {"sft-short.csv"}
+    # App. C's ÷, √z and z² rows (the tex: √z NAC• 7%, NALU 2%; z² NMU 100%, 1.2·10⁶)
+    assert pub[("root", "nac_mul")]["success_rate"] == 0.07
+    assert pub[("root", "nalu")]["success_rate"] == 0.02
+    assert pub[("squared", "nmu")]["solved_at_median"] == 1_219_500.0
+    assert all(r["success_rate"] == 0.0 for (op, _), r in pub.items() if op == "div")
