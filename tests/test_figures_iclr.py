@@ -181,3 +181,20 @@ def test_appendix_c_published_rows_name_their_source():
     assert pub[("root", "nalu")]["success_rate"] == 0.02
     assert pub[("squared", "nmu")]["solved_at_median"] == 1_219_500.0
     assert all(r["success_rate"] == 0.0 for (op, _), r in pub.items() if op == "div")
+
+
+def test_a_figure_workdir_table_names_each_rows_point(tmp_path):
+    from nalu_jax.reproduce import tables
+
+    spec = specs.table("iclr2020-hidden-size")
+    for point, k in (("h2", 9), ("h5", 1)):
+        d = tmp_path / "cells" / f"mul-nmu-{point}"
+        d.mkdir(parents=True)
+        s = _summary(k, 10, 20_000) | {
+            "diverged": 0, "solved_at_median": None, "solved_at_mean": None,
+            "solved_at_interval": [None, None], "sparsity_error_mean": None,
+            "sparsity_error_interval": [None, None],
+        }  # fmt: skip
+        (d / "summary.json").write_text(json.dumps(s))
+    rows = tables.collect(spec, str(tmp_path))
+    assert [(r["paper_name"], r["solved"]) for r in rows] == [("NMU [h2]", 9), ("NMU [h5]", 1)]

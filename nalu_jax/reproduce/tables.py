@@ -125,6 +125,9 @@ def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
         for s in summary.get("settings", [summary]):
             rng = s.get("setting_values", {}).get("range_index", "")
             row = {**base, "range": rng, "status": "done", **_ours(s)}
+            if spec.axis is not None:  # a figure's point, in its rows' name: "NMU [h4]"
+                point = cell.point or s.get("setting", "")
+                row["paper_name"] = f"{base['paper_name']} [{point}]"
             row["published_sparsity_error_estimator"] = estimator
             rows.append({**row, **like_published(row, estimator, locate(cell))})
     rows = [r for r in rows if r["status"] == "done" or not ops_run or r["op"] in ops_run]
