@@ -33,11 +33,16 @@ class FigureFunctions:
     """The figure functions over a ``Renderer`` (its ``summary``/``batches`` read ``results/``)."""
 
     def __init__(self, renderer):
+        import sys
+
         self.r = renderer
+        # the renderer's own Missing: under ``python -m nalu_jax.reproduce.render`` its module
+        # is ``__main__``, whose class an import of nalu_jax.reproduce.render would not catch
+        self.Missing = sys.modules[type(renderer).__module__].Missing
 
     def _point_summary(self, spec, cell_key: str, i: int) -> dict:
         """The summary of point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``."""
-        from nalu_jax.reproduce.render import Missing
+        Missing = self.Missing
 
         axis = spec.axis
         if not axis.sweep:
@@ -60,8 +65,8 @@ class FigureFunctions:
 
     def figure_table(self, name, op="mul") -> str:
         from nalu_jax.reproduce import specs
-        from nalu_jax.reproduce.render import Missing
 
+        Missing = self.Missing
         spec = specs.table(name)
         variants = self._cells(spec, op)
         head = [spec.axis.label] + [v.label for v in variants]
@@ -86,8 +91,8 @@ class FigureFunctions:
     def _committed(self, spec):
         """``[(cell path, point index or None, provenance batches)]`` of the committed cells."""
         from nalu_jax.reproduce import specs
-        from nalu_jax.reproduce.render import Missing
 
+        Missing = self.Missing
         out = []
         for cell in specs.cells(spec):
             path = f"{spec.name}/{cell.key}"
