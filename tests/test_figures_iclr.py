@@ -131,7 +131,7 @@ def test_range_figure_table_budget_and_verdict(tmp_path):
     _range_cell(root, "nac_mul", (0, 0, 0, 0, 2, 0, 0))
     ns = ren.namespace()
     table = ns["figure_table"]("iclr2020-range").splitlines()
-    assert table[0].startswith("| interpolation range | NMU | NAC• | NAC•,σ |")
+    assert table[0].startswith("| interpolation range (×) | NMU | NAC• | NAC•,σ |")
     assert table[3].startswith(
         "| U[-2,2] → U[-6,-2] ∪ U[2,6] | 3/10 [11%, 60%] | 0/10 [0%, 28%] | — |"
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from nalu_jax.config import as_tuples
 from nalu_jax.reproduce.figures_iclr import CLAIMS
+from nalu_jax.reproduce.specs import OP_LABELS
 
 
 def _pct(v) -> str:
@@ -69,7 +70,7 @@ class FigureFunctions:
         Missing = self.Missing
         spec = specs.table(name)
         variants = self._cells(spec, op)
-        head = [spec.axis.label] + [v.label for v in variants]
+        head = [f"{spec.axis.label} ({OP_LABELS.get(op, op)})"] + [v.label for v in variants]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         found = False
         for i, value in enumerate(spec.axis.points):
