@@ -136,7 +136,9 @@ def test_range_figure_table_budget_and_verdict(tmp_path):
         "| U[-2,2] → U[-6,-2] ∪ U[2,6] | 3/10 [11%, 60%] | 0/10 [0%, 28%] | — |"
     )
     # 10 seeds × 10⁵ steps of the paper's 50 × 5·10⁶: 1/250
-    assert ns["figure_verdict"]("iclr2020-range") == "reproduced at 1/250 of the budget"
+    assert ns["figure_verdict"]("iclr2020-range") == (
+        "reproduced at 1/250 of the paper's seed-steps (2 of 6 cells committed)"
+    )
     assert ns["figure_budget"]("iclr2020-range").startswith(
         "2 of 6 cells, 1.4e+07 seed-steps of the paper's 1.05e+10 (0.13%), 4.0 min on Test CPU"
     )
@@ -146,11 +148,13 @@ def test_a_claim_short_of_the_paper_is_not_settled_below_the_budget(tmp_path):
     root = tmp_path / "results"
     _range_cell(root, "nmu", (0, 0, 0, 0, 0, 0, 0))  # NMU solves nothing on U[-2,2]
     ns = render.Renderer(str(root)).namespace()
-    assert ns["figure_verdict"]("iclr2020-range") == "not settled at 1/250 of the budget"
+    assert ns["figure_verdict"]("iclr2020-range") == (
+        "not settled at 1/250 of the paper's seed-steps (1 of 6 cells committed)"
+    )
     root2 = tmp_path / "full"
     _range_cell(root2, "nmu", (0, 0, 0, 0, 0, 0, 0), n=50, steps=5_000_000)
     assert render.Renderer(str(root2)).namespace()["figure_verdict"]("iclr2020-range") == (
-        "not reproduced"
+        "not reproduced (1 of 6 cells committed)"
     )
 
 

@@ -165,10 +165,12 @@ class FigureFunctions:
             return any(c.variant.key == model for _, c, _ in self._committed(spec))
 
         held = CLAIMS[name][1](rate, have)
-        at = "" if fraction >= 1 else f" at {_budget(fraction)} of the budget"
+        at = "" if fraction >= 1 else f" at {_budget(fraction)} of the paper's seed-steps"
+        done, total = len(self._committed(spec)), len(specs.cells(spec))
+        part = f" ({done} of {total} cells committed)" if done < total else ""
         if held:
-            return f"reproduced{at}"
-        return f"not settled{at}" if fraction < 1 else "not reproduced"
+            return f"reproduced{at}{part}"
+        return (f"not settled{at}" if fraction < 1 else "not reproduced") + part
 
     def figure_claim(self, name) -> str:
         return CLAIMS[name][0] if name in CLAIMS else "none stated in the text"
