@@ -37,9 +37,11 @@ class FigureFunctions:
         import sys
 
         self.r = renderer
-        # the renderer's own Missing: under ``python -m nalu_jax.reproduce.render`` its module
-        # is ``__main__``, whose class an import of nalu_jax.reproduce.render would not catch
-        self.Missing = sys.modules[type(renderer).__module__].Missing
+        # the renderer's own module, not an import of it: under ``python -m
+        # nalu_jax.reproduce.render`` that is ``__main__``, whose Missing another import's
+        # class would not catch (and render imports this module: no cycle)
+        module = sys.modules[type(renderer).__module__]
+        self.Missing, self._budget = module.Missing, module._budget
 
     def _point_summary(self, spec, cell_key: str, i: int) -> dict:
         """The summary of point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``."""
@@ -150,7 +152,6 @@ class FigureFunctions:
         satisfy it; short of it, "not settled at F of the budget" below the paper's budget and
         "not reproduced" at it; "measured" where the paper states no claim to check."""
         from nalu_jax.reproduce import specs
-        from nalu_jax.reproduce.render import _budget
 
         spec = specs.table(name)
         fraction = self.fraction(name)
@@ -165,7 +166,7 @@ class FigureFunctions:
             return any(c.variant.key == model for _, c, _ in self._committed(spec))
 
         held = CLAIMS[name][1](rate, have)
-        at = "" if fraction >= 1 else f" at {_budget(fraction)} of the paper's seed-steps"
+        at = "" if fraction >= 1 else f" at {self._budget(fraction)} of the paper's seed-steps"
         done, total = len(self._committed(spec)), len(specs.cells(spec))
         part = f" ({done} of {total} cells committed)" if done < total else ""
         if held:
