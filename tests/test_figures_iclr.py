@@ -202,3 +202,20 @@ def test_a_figure_workdir_table_names_each_rows_point(tmp_path):
         (d / "summary.json").write_text(json.dumps(s))
     rows = tables.collect(spec, str(tmp_path))
     assert [(r["paper_name"], r["solved"]) for r in rows] == [("NMU [h2]", 9), ("NMU [h5]", 1)]
+
+
+@pytest.mark.slow
+def test_smoke_range_figure_trains_as_one_program_and_renders(tmp_path):
+    from nalu_jax.reproduce import reproduce
+    from nalu_jax.reproduce.cells import SMOKE
+
+    lines = []
+    results = tmp_path / "results"
+    reproduce("iclr2020-range", str(tmp_path / "w"), models=["nmu"], seeds=2, steps=1000,
+              overrides=SMOKE, calibration_steps=0, progress=False, log=lines.append,
+              results=str(results))  # fmt: skip
+    assert any(line.startswith("  mul-nmu: 14 runs × 1,000 steps = 1.4e+04") for line in lines)
+    summary = json.loads((results / "iclr2020-range/mul-nmu/summary.json").read_text())
+    assert len(summary["settings"]) == 7
+    table = render.Renderer(str(results)).namespace()["figure_table"]("iclr2020-range")
+    assert table.count("/2 [") == 7  # every pair of the one committed cell, 2 seeds each
