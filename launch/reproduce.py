@@ -5,8 +5,8 @@
         --seeds=10 --steps=1000000 --workdir=runs/iclr-reduced
     python -m launch.reproduce --table=primer-single-module --ops=mul,add --workdir=runs/primer
 
-Tables: iclr2020-arithmetic, iclr2020-gate, iclr2020-ablation, primer-single-module
-(``nalu_jax.reproduce.specs``). Each cell (op × model; single-module cells run their nine
+Tables: iclr2020-arithmetic, iclr2020-gate, iclr2020-ablation, primer-single-module,
+primer-single-module-sizes (``nalu_jax.reproduce.specs``). Each cell (op × model; single-module cells run their nine
 ranges as one program) trains in ``WORKDIR/cells/OP-MODEL``; finished cells are skipped,
 stopped ones resume, and ``WORKDIR/table.md``, ``table.csv`` and ``figures/OP.png`` hold every
 finished cell of the workdir (a later invocation with other cells adds to them). Before
