@@ -5,7 +5,8 @@
         --seeds=10 --steps=1000000 --workdir=runs/iclr-reduced
     python -m launch.reproduce --table=primer-single-module --ops=mul,add --workdir=runs/primer
 
-Tables: iclr2020-arithmetic, iclr2020-gate, iclr2020-ablation, primer-single-module
+Tables: iclr2020-arithmetic, iclr2020-gate, iclr2020-ablation, primer-single-module,
+primer-single-module-sizes
 (``nalu_jax.reproduce.specs``); figures with an x axis: iclr2020-hidden-size, iclr2020-range,
 iclr2020-input-size, iclr2020-overlap, iclr2020-subset, iclr2020-lambda
 (``nalu_jax.reproduce.figures_iclr``; a point is a sweep setting or a cell OP-MODEL-POINT).

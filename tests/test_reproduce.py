@@ -23,7 +23,7 @@ def test_every_cell_has_a_model_and_a_valid_config(name):
         assert cell.variant.model in registry, cell
         if not cell.variant.unavailable:
             c = cell_config(spec, cell)
-            steps = spec.num_steps
+            steps = dict(cell.variant.overrides).get("num_steps", spec.num_steps)
             if spec.axis is not None and spec.axis.steps:  # the input-size figure's points
                 steps = spec.axis.steps[spec.axis.keys.index(cell.point)]
             assert (c.num_seeds, c.num_steps) == (spec.num_seeds, steps)

@@ -28,6 +28,8 @@ Functions (all read ``results/``):
   ``provenance(*cells)``                           commit, date, machine, wall time
   ``verdict(text, *cells)``                        ``text`` when every cell is committed, else
                                                    "no committed data"
+  and ``render_nalu.functions``: ``sm_table``, ``budget_line``, ``length_claims`` (the NALU
+  paper's experiments and the single-module tables beyond two inputs; see that module)
 """
 
 from __future__ import annotations
@@ -453,9 +455,13 @@ class Renderer:
                  "arith_counts", "arith_seeds", "timing_table", "primer_table", "identity_table",
                  "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
                  "gridworld_table")  # fmt: skip
-        from nalu_jax.reproduce import figures_render
+        from nalu_jax.reproduce import figures_render, render_nalu
 
-        return {n: getattr(self, n) for n in names} | figures_render.functions(self)
+        return {
+            **{n: getattr(self, n) for n in names},
+            **figures_render.functions(self),
+            **render_nalu.functions(self, Missing),
+        }
 
     def render(self, template: str) -> str:
         ns = self.namespace()

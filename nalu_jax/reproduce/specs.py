@@ -124,6 +124,22 @@ _PRIMER_UNITS = {
     "snmu": "sNMU",
 }
 
+# The Primer's redundant-input runs (its figures of iNALU at input size 10 and of the NAU at
+# 10 and 100): nalm-benchmark lfs_batch_jobs/single_layer_task/benchmarking/
+# single_layer_benchmark.sh runs sltr-in10/add/iNALU at 5·10⁴ iterations, sltr-in10/sub/NAU and
+# sltr-in100/add/NAU at 10⁵ iterations with the regulariser ramp 50,000 → 75,000; the Primer's
+# figures of the NAU at 10 and 100 inputs show + and − both, so both ops run for the NAU.
+_NAU_LONG = (("num_steps", 100_000), ("train.reg_start", 50_000.0), ("train.reg_end", 75_000.0))
+_PRIMER_SIZES = (
+    _v("inalu_in10", "iNALU, 10 inputs", "inalu", overrides=(("task.input_size", 10),)),
+    _v("nau_in10", "NAU, 10 inputs", "nau", overrides=(("task.input_size", 10), *_NAU_LONG)),
+    _v("nau_in100", "NAU, 100 inputs", "nau", overrides=(("task.input_size", 100), *_NAU_LONG)),
+)
+_PRIMER = (
+    "Mistry, Farrahi & Hare, A Primer for Neural Arithmetic Logic Modules, JMLR 2022 "
+    "(arXiv:2101.09530)"
+)
+
 TABLES: dict[str, TableSpec] = {
     "iclr2020-arithmetic": TableSpec(
         "iclr2020-arithmetic", "arithmetic", ("mul", "div", "add", "sub", "root", "squared"),
@@ -157,10 +173,15 @@ TABLES: dict[str, TableSpec] = {
         "primer-single-module", "single_module", ("mul", "div", "add", "sub"),
         tuple(_v(k, label) for k, label in _PRIMER_UNITS.items()),
         25, 50_000,
-        "Mistry, Li, Hare & Zheng, A Primer for Neural Arithmetic Logic Modules, JMLR 2022 "
-        "(arXiv:2101.09530), single-module benchmark (no numeric table published)",
+        f"{_PRIMER}, single-module benchmark (no numeric table published)",
         None,
         models_by_op=MODELS_BY_OP,
+    ),
+    "primer-single-module-sizes": TableSpec(
+        "primer-single-module-sizes", "single_module", ("add", "sub"), _PRIMER_SIZES, 25, 50_000,
+        f"{_PRIMER}, single-module benchmark at input sizes 10 and 100 (plots only)", None,
+        models_by_op={"add": ("inalu_in10", "nau_in10", "nau_in100"),
+                      "sub": ("nau_in10", "nau_in100")},
     ),
 }  # fmt: skip
 
@@ -251,6 +272,8 @@ def cell_config(spec: TableSpec, cell: Cell, num_seeds: int | None = None, num_s
     if c.num_steps % c.eval_every:
         raise ConfigError(f"--steps must be a multiple of {c.eval_every}, got {c.num_steps}.")
     for field, value in cell.variant.overrides:
+        if field == "num_steps" and num_steps:  # --steps reduces a variant's own budget too
+            continue
         *path, last = field.split(".")
         node = c
         for p in path:
