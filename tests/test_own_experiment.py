@@ -3,13 +3,14 @@ name or ``module:NAME``, and the open arithmetic family (a target of one's own, 
 units) judged against its own target with its own ε-perturbation threshold."""
 
 import dataclasses
+import os
 import sys
 import types
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import load_config
+from conftest import ROOT, load_config
 from flax import nnx
 
 from nalu_jax import cli
@@ -160,3 +161,14 @@ def test_models_of_an_experiment_without_a_model_name_are_refused(capsys):
         assert "--models 'nau-nmu': model.widths" in capsys.readouterr().err
     finally:
         EXPERIMENTS.pop("abc_cfg")
+
+
+def test_check_identity_has_a_case_for_every_built_in_experiment():
+    from tools.check_identity import CASES
+
+    covered = set()
+    for args, _ in CASES.values():
+        path, _, arg = args[0].removeprefix("--config=").partition(":")
+        covered.add(load_config(os.path.join(ROOT, path), arg or None).experiment)
+    builtin = {n for n, e in EXPERIMENTS.items() if e.population.__module__.startswith("nalu_jax")}
+    assert builtin <= covered, sorted(builtin - covered)
