@@ -15,7 +15,7 @@ Variants (comma-separated in the config string):
 Any field can also be set on the command line, e.g. ``--config.task.input_size=10``.
 """
 
-from nalu_jax.config import base_config, parse_config_arg, smoke
+from nalu_jax.config import arithmetic_config, parse_config_arg, smoke
 
 
 def get_config(arg=None):
@@ -24,7 +24,7 @@ def get_config(arg=None):
         {"model": "nmu", "op": "mul", "seeds": 100, "steps": 100_000},
         ("smoke", "simple", "no_clamp"),
     )
-    c = base_config()
+    c = arithmetic_config()
     c.model.name = v["model"]
     c.task.op = v["op"]
     c.task.simple = v["simple"]

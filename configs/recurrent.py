@@ -33,7 +33,7 @@ unchanged. The search that chose these settings, and runs of two initialisations
 (``python -m launch.best_of --k=2``), are in docs/reproductions/recurrent.md.
 """
 
-from nalu_jax.config import ConfigError, base_config, parse_config_arg
+from nalu_jax.config import ConfigError, arithmetic_config, parse_config_arg
 
 REPRODUCE_LR = 1e-3
 MUL_REG_SCALE = 1_000.0  # protocol=reproduce, op=mul: λ̂
@@ -48,7 +48,7 @@ def get_config(arg=None):
             f"config variant protocol must be spec or reproduce, got {v['protocol']!r}."
         )
     reproduce = v["protocol"] == "reproduce"
-    c = base_config()
+    c = arithmetic_config()
     c.experiment = "recurrent"
     c.task.kind = "recurrent"
     c.task.op = v["op"]

@@ -17,7 +17,7 @@ the unit's registration (``nalu_jax.units.SINGLE_UNIT_REG_SCALE``: 0.01 for NAU,
 ``train.reg_scale`` is None; NPU/RealNPU train with lr 5e-3 while ``train.lr`` is None.
 """
 
-from nalu_jax.config import base_config, parse_config_arg, smoke
+from nalu_jax.config import arithmetic_config, parse_config_arg, smoke
 
 
 def get_config(arg=None):
@@ -25,7 +25,7 @@ def get_config(arg=None):
         arg,
         {"op": "mul", "model": "nmu", "range": 7, "size": 2, "seeds": 25, "steps": 50_000},
     )
-    c = base_config()
+    c = arithmetic_config()
     c.task.kind = "single_module"
     c.task.op = v["op"]
     c.task.input_size = v["size"]

@@ -12,11 +12,13 @@ What a user importing the library reaches for first::
 * the training core (``nalu_jax.engine.train``): ``make_train(recipe, config, hparams)`` → pure
   per-seed ``init`` / ``train`` / ``evaluate``;
 * the run loop (``nalu_jax.engine.run``): ``run(experiment, config, workdir)`` for any experiment of
-  ``nalu_jax.experiments.EXPERIMENTS``.
+  ``nalu_jax.experiments.EXPERIMENTS``; ``register_experiment(Experiment(...))`` for an
+  experiment of one's own (docs/own_experiment.md).
 """
 
 from nalu_jax.engine.run import run
 from nalu_jax.engine.train import Recipe, make_train, seed_keys
+from nalu_jax.experiments.contract import Experiment, register_experiment
 from nalu_jax.models.arithmetic import (
     MODELS,
     ArithmeticNetwork,
@@ -34,6 +36,7 @@ __all__ = [
     *_units_all,
     "MODELS",
     "ArithmeticNetwork",
+    "Experiment",
     "RecurrentNetwork",
     "Recipe",
     "UNITS",
@@ -41,6 +44,7 @@ __all__ = [
     "make_train",
     "make_unit",
     "model_factory",
+    "register_experiment",
     "run",
     "seed_keys",
 ]

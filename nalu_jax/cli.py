@@ -1,7 +1,9 @@
 """Command-line plumbing shared by ``nalu_jax.main`` and the ``launch/`` scripts.
 
-One flag is defined here, for every entry point: ``--plugin=MODULE[,MODULE]`` imports modules
-that register units of one's own (``nalu_jax.units.register_unit``) before anything runs.
+One flag is defined here, for every entry point: ``--plugin=MODULE[,MODULE]`` (and the
+``NALU_JAX_PLUGINS`` environment variable, the same list) imports modules that register units
+(``nalu_jax.units.register_unit``, docs/own_unit.md) or experiments
+(``nalu_jax.register_experiment``, docs/own_experiment.md) of one's own before anything runs.
 Every mistake a user can make on the command line ends in ``fail``: one sentence on stderr and
 exit status 2, never a traceback.
 """
@@ -9,6 +11,7 @@ exit status 2, never a traceback.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 import ml_collections
@@ -17,7 +20,10 @@ from absl import app, flags
 from nalu_jax.config import SWEEPABLE, ConfigError
 
 PLUGIN = flags.DEFINE_list(
-    "plugin", [], "Modules to import first (they register units: docs/own_unit.md)."
+    "plugin",
+    [],
+    "Modules to import first, as NALU_JAX_PLUGINS: they register units or experiments of one's "
+    "own (docs/own_unit.md, docs/own_experiment.md).",
 )
 
 
@@ -60,19 +66,31 @@ def loaded_config(config_flag):
 
 
 def model_configs(base, models) -> list:
-    """One config per name of ``--models`` (``model.name`` set), each validated by its
-    experiment before anything trains: a misspelled or unknown name (or a repeated one) fails
-    with one sentence, status 2, before the first model's run."""
-    from nalu_jax.experiments import EXPERIMENTS
+    """One config per name of ``--models``, each validated by its experiment before anything
+    trains: ``model.name`` set, or for a config with a stack of units (``model.units``) the
+    stack ``"nau-nmu-nau"``. A misspelled or unknown name (or a repeated one), or an
+    experiment whose config has neither field, fails with one sentence, status 2, before the
+    first model's run."""
+    from nalu_jax.experiments import experiment_of
 
     if len(set(models)) != len(models):
         fail(f"--models names a model twice: {list(models)}.")
     configs = []
     with reported_errors():
-        experiment = EXPERIMENTS[base.get("experiment", "arithmetic")]
+        experiment = experiment_of(base)
+        field = next((f for f in ("units", "name") if f in (base.get("model") or {})), None)
+        if field is None:
+            raise ConfigError(
+                f"--models sets model.name (or model.units), which experiment "
+                f"{experiment.name!r} does not have; compare its variants with --config "
+                "overrides, one run each."
+            )
         for model in models:
             config = base.copy_and_resolve_references()
-            config.model.name = model
+            if field == "units":  # "nau-nmu-nau": the stack's units in order
+                config.model.units = tuple(model.split("-"))
+            else:
+                config.model.name = model
             try:
                 experiment.validate(config)
             except ConfigError as e:
@@ -112,7 +130,7 @@ def _parse_flags(argv):
     from nalu_jax.units import import_plugins
 
     try:
-        import_plugins(PLUGIN.value)
+        import_plugins([*os.environ.get("NALU_JAX_PLUGINS", "").split(","), *PLUGIN.value])
     except ValueError as e:  # a --plugin module that cannot be imported
         fail(str(e))
     return rest

@@ -3,7 +3,8 @@ config strings, and the config pieces every experiment shares.
 
 Every mistake a user can make in a config ends as a ``ConfigError``: one sentence naming the
 field and what is allowed (``nalu_jax.main`` prints it and exits with status 2). The shared
-pieces (``run_config``, ``base_config``, ``sequence_train_config``, ``smoke``) live here rather
+pieces (``run_config``, ``base_config``, ``arithmetic_config``, ``sequence_train_config``,
+``smoke``) live here rather
 than in ``configs/`` so that a config file loads from any working directory.
 """
 
@@ -72,7 +73,7 @@ def check_precision(config) -> int:
 def apply_precision(config) -> None:
     """Switch ``jax_enable_x64`` to match ``config.precision`` (64: on, 32: off).
 
-    Call it before anything is traced (``nalu_jax.main`` and ``engine.train_and_evaluate`` do).
+    Call it before anything is traced (``nalu_jax.engine.run.run`` does, first thing).
     With 64, what is built afterwards is float64: unit parameters, optimiser state, the
     forward/backward pass, loss and regularisers. Training batches and evaluation sets are
     still drawn in float32 and promoted, so the data are the same numbers as in a 32-bit run.
@@ -150,12 +151,22 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     return c
 
 
-def base_config():
-    """Every field the arithmetic experiment reads, with the spec's defaults (configs override)."""
+def base_config(experiment: str = "arithmetic", *, num_seeds: int = 10, num_steps: int = 50_000,
+                seed_block: int = 10, eval_every: int = 1_000, checkpoint_every: int = 10_000):  # fmt: skip
+    """What every experiment's config shares: ``run_config``'s fields and the evaluation and
+    checkpoint intervals. An experiment adds its own sections (``arithmetic_config``; one's
+    own: docs/own_experiment.md) and validates the fields it reads."""
+    c = run_config(experiment, num_seeds=num_seeds, num_steps=num_steps, seed_block=seed_block)
+    c.eval_every = eval_every
+    c.checkpoint_every = checkpoint_every  # steps between checkpoints (rounded up to eval periods)
+    return c
 
-    c = run_config("arithmetic", num_seeds=10, num_steps=50_000, seed_block=10)
-    c.eval_every = 1_000
-    c.checkpoint_every = 10_000  # steps between checkpoints (rounded up to eval periods)
+
+def arithmetic_config(experiment: str = "arithmetic"):
+    """Every field the arithmetic family reads (the static and recurrent tasks, the
+    single-module benchmark, a ``static_task`` of one's own), with the defaults of
+    docs/protocols.md, "Static arithmetic" (configs override)."""
+    c = base_config(experiment)
     c.eval_size = 10_000  # samples in each of the fixed validation and test sets
 
     c.task = ml_collections.ConfigDict()
@@ -200,6 +211,25 @@ def base_config():
     c.train.npu_beta_start = none_float()
     c.train.npu_beta_end = none_float()
 
+    return c
+
+
+def static_task_config(experiment: str, *, units, widths, reg_scale: float = 0.0,
+                       reg_start: float = 0.0, reg_end: float = 1.0):  # fmt: skip
+    """The config of a static task of one's own (``experiments.arithmetic.static_task``):
+    ``arithmetic_config``'s run, task and training fields without ``task.kind``/``task.op``
+    (the experiment's target is the op), and as the network ``model.units`` (registered unit
+    names, in order) with ``model.widths`` (each hidden layer's width, one fewer) and
+    ``model.layer_options`` (one dict per unit), with its λ̂ ramp given here: a stack of
+    units has no model-table entry to take it from (docs/own_experiment.md)."""
+    c = arithmetic_config(experiment)
+    with c.unlocked():
+        del c.task["kind"], c.task["op"]
+    c.model = ml_collections.ConfigDict()
+    c.model.units = tuple(units)
+    c.model.widths = tuple(widths)
+    c.model.layer_options = tuple(ml_collections.ConfigDict() for _ in units)
+    c.train.reg_scale, c.train.reg_start, c.train.reg_end = reg_scale, reg_start, reg_end
     return c
 
 

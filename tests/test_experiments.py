@@ -36,7 +36,7 @@ def test_experiment_of_a_config():
         del config["experiment"]
     assert experiment_of(config) is EXPERIMENTS[DEFAULT_EXPERIMENT]
     config.experiment = "chess"
-    with pytest.raises(ConfigError, match="experiment must be one of .*'chess'"):
+    with pytest.raises(ConfigError, match="experiment 'chess' is not registered.*register_exp"):
         experiment_of(config)
 
 

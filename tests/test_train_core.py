@@ -176,10 +176,10 @@ def test_snmu_noise_drawn_ahead_equals_noise_drawn_in_the_step(monkeypatch, name
 def test_lr_decay_is_off_by_default_and_linear_to_the_final_factor():
     import ml_collections
 
-    from nalu_jax.config import ConfigError, base_config
+    from nalu_jax.config import ConfigError, arithmetic_config
     from nalu_jax.engine.train import lr_decay
 
-    config = base_config()
+    config = arithmetic_config()
     assert lr_decay(config) is None  # the update is then exactly p − lr·d, as before
     config.num_steps = 1_000
     config.train.lr_decay_from, config.train.lr_decay_to = 600.0, 0.01

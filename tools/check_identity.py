@@ -58,6 +58,10 @@ CASES = {
         ["--config=configs/identity.py:smoke"],
         ("seeds.csv", "errors.csv"),
     ),
+    "gridworld_smoke": (  # both agents (LSTM, NAC₊ memory), A2C
+        ["--config=configs/gridworld.py:smoke"],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
     "lr_sweep": (
         ["--config=configs/arithmetic.py:model=nmu,op=mul,smoke", "--config.sweep.lr=(1e-3,1e-2)"],
         tuple(f"settings/00{h}/{f}" for h in (0, 1) for f in ("seeds.csv", "metrics.jsonl")),

@@ -13,6 +13,13 @@ settings and ``jit``s::
 Keys: seed k's key is ``fold_in(key(config.seed), k)`` (``seed_keys``); the recipe splits it
 into an init key, a training key and whatever else it needs; step t uses
 ``fold_in(train_key, t)``. Nothing depends on which other seeds run alongside.
+
+Every traced hyperparameter takes one way down, the learning rate for one: ``config.train.lr``
+→ ``build_hparams`` (the experiment's and the units' defaults where it is None) → ``HParams.lr``
+(a leaf: a swept value is a vmap axis) → ``train_step(state, hp, …)`` → ``descend(params,
+direction, lr)``, where ``direction`` is ``make_optimizer``'s (Adam's, clipped) and ``lr`` is
+``hp.lr`` times ``lr_decay``'s factor when that is on. The optimiser holds no learning rate so
+that one compiled program serves every swept value.
 """
 
 from __future__ import annotations
@@ -41,9 +48,10 @@ MATERIAL_STEPS = 100
 
 @struct.dataclass
 class HParams:
-    """Traced hyperparameters: every leaf may carry a sweep axis."""
+    """Traced hyperparameters: every leaf may carry a sweep axis (``config.sweep``; built by
+    ``build_hparams`` from ``config.train``, read by ``train_step`` and the recipe's loss)."""
 
-    lr: Any
+    lr: Any  # the step size of ``descend`` (times ``lr_decay``'s factor when on)
     reg_scale: Any  # λ̂
     reg_start: Any  # λ_start (steps)
     reg_end: Any  # λ_end (steps)
@@ -263,12 +271,19 @@ def budget_warnings(config, hparams) -> list[str]:
 
 
 def make_optimizer(tr, needs: TrainingNeeds):
-    """Adam's direction (the learning rate is applied by the step, a traced hyperparameter),
-    after element-wise clipping at ``train.grad_clip`` or the units' own clip."""
+    """Adam's direction after element-wise clipping at ``train.grad_clip`` or the units' own
+    clip. It holds no learning rate: ``train_step`` applies ``hp.lr`` (``HParams``, traced, so
+    a swept lr is a vmap axis of one program) in ``descend``."""
     clip = tr.get("grad_clip")
     clip = needs.grad_clip if clip is None else clip
     adam = optax.scale_by_adam(b1=tr.beta1, b2=tr.beta2, eps=tr.adam_eps)
     return optax.chain(optax.clip(clip), adam) if clip else adam
+
+
+def descend(params, direction, lr):
+    """The update: ``params − lr · direction`` leaf by leaf (``lr``: ``hp.lr``, times
+    ``lr_decay``'s factor when on; ``direction``: ``make_optimizer``'s)."""
+    return jax.tree.map(lambda p, d: p - lr * d, params, direction)
 
 
 def lr_decay(config):
@@ -348,7 +363,7 @@ def make_train(
         (loss, mse), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
         direction, opt_state = tx.update(grads, state.opt_state, state.params)
         lr = hp.lr if lr_factor is None else hp.lr * lr_factor(state.step)
-        params = jax.tree.map(lambda p, d: p - lr * d, state.params, direction)
+        params = descend(state.params, direction, lr)
         model = nnx.merge(graphdef, params)
         model.project()
         params, aux = nnx.state(model), state.aux

@@ -16,33 +16,46 @@ from nalu_jax.experiments import (
     recurrent,
     sequential_mnist,
 )
-from nalu_jax.experiments.contract import Experiment
+from nalu_jax.experiments.contract import (
+    EXPERIMENTS,
+    HOW_TO_REGISTER,
+    Experiment,
+    experiment_named,
+    register_experiment,
+)
 
 #: the experiment of a config that names none
 DEFAULT_EXPERIMENT = "arithmetic"
 
-#: ``config.experiment`` → its ``Experiment``
-EXPERIMENTS: dict[str, Experiment] = {
-    e.name: e
-    for e in (
-        arithmetic.EXPERIMENT,  # static arithmetic task and single-module benchmark
-        recurrent.EXPERIMENT,  # recurrent arithmetic over sequences
-        sequential_mnist.EXPERIMENT,
-        number_translation.EXPERIMENT,
-        identity.EXPERIMENT,  # identity-extrapolation failure of MLPs (NALU §1)
-        gridworld.EXPERIMENT,  # time-tracking grid world, A2C agents (NALU §4.5)
-    )
-}
+# the built-in experiments register as one of one's own does (docs/own_experiment.md)
+for _experiment in (
+    arithmetic.EXPERIMENT,  # static arithmetic task and single-module benchmark
+    recurrent.EXPERIMENT,  # recurrent arithmetic over sequences
+    sequential_mnist.EXPERIMENT,
+    number_translation.EXPERIMENT,
+    identity.EXPERIMENT,  # identity-extrapolation failure of MLPs (NALU §1)
+    gridworld.EXPERIMENT,  # time-tracking grid world, A2C agents (NALU §4.5)
+):
+    register_experiment(_experiment)
 
-__all__ = ["DEFAULT_EXPERIMENT", "EXPERIMENTS", "Experiment", "experiment_of", "train_and_evaluate"]
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "EXPERIMENTS",
+    "HOW_TO_REGISTER",
+    "Experiment",
+    "experiment_of",
+    "register_experiment",
+    "train_and_evaluate",
+]
 
 
 def experiment_of(config) -> Experiment:
-    """The ``Experiment`` that ``config.experiment`` names (``DEFAULT_EXPERIMENT`` if none)."""
-    name = config.get("experiment", DEFAULT_EXPERIMENT)
-    if name not in EXPERIMENTS:
-        raise ConfigError(f"experiment must be one of {sorted(EXPERIMENTS)}, got {name!r}.")
-    return EXPERIMENTS[name]
+    """The ``Experiment`` that ``config.experiment`` names (``DEFAULT_EXPERIMENT`` if none; a
+    ``"module:NAME"`` name imports the module that registers it)."""
+    try:
+        return experiment_named(config.get("experiment", DEFAULT_EXPERIMENT))
+    except KeyError as e:
+        raise ConfigError(e.args[0]) from None
 
 
 def train_and_evaluate(config, workdir: str, *, overwrite: bool = False, progress: bool = True):

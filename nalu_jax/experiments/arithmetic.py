@@ -9,6 +9,10 @@ seed's subset offset, the evaluation on fixed range-free sets (``nalu_jax.tasks.
 iNALU's gated regulariser and stall re-initialisation (declared by the unit), and a success
 threshold per sweep setting (ε-perturbed, simulated and cached). Judgement and files:
 ``arithmetic_report.write_population``. ``make_recipe`` is shared with the recurrent task.
+
+The family is open: ``static_task(name, Target(...))`` is this experiment with a target of
+one's own (any function of the subset sums, e.g. a·b + c) and ``model.units`` /
+``model.widths`` any stack of registered units (docs/own_experiment.md).
 """
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ from nalu_jax.engine import sweep, train
 from nalu_jax.engine.run import Outcome, Population
 from nalu_jax.experiments import arithmetic_report as report
 from nalu_jax.experiments.contract import Experiment
-from nalu_jax.models.arithmetic import MODELS, ArithmeticNetwork, model_factory, resolve_layers
+from nalu_jax.models.arithmetic import (
+    MODELS,
+    ArithmeticNetwork,
+    model_factory,
+    resolve_layers,
+    stack_factory,
+)
 from nalu_jax.tasks import eval_sets
 from nalu_jax.tasks import single_module as sm
 from nalu_jax.tasks.thresholds import success_threshold
@@ -74,6 +84,9 @@ def validate_model(config) -> None:
     """The model's unit names (a ``"module:Class"`` name is imported here) and, for a single
     unit, its declared λ̂: checked before anything trains."""
     m = config.model
+    if "units" in m:  # a stack of units of one's choosing
+        build_model_factory(config, build_task(config))
+        return
     try:
         resolve_layers(m.name, single_unit=bool(m.single_unit), first_layer=m.first_layer)
         if m.single_unit and config.train.get("reg_scale") is None:
@@ -95,11 +108,12 @@ def validate_fields(config) -> None:
         )
 
 
-def build_task(config) -> task_lib.ArithmeticTask:
-    """The ``ArithmeticTask`` of ``config.task`` (single-module ranges by ``range_index``)."""
+def build_task(config, target: task_lib.Target | None = None) -> task_lib.ArithmeticTask:
+    """The ``ArithmeticTask`` of ``config.task`` (single-module ranges by ``range_index``);
+    with ``target`` (an experiment's own), that is its op and ``task.op`` is not read."""
     tc = config.task
     fields = dict(
-        op=tc.op,
+        op=target if target is not None else tc.op,
         input_size=tc.input_size,
         subset_ratio=tc.subset_ratio,
         overlap_ratio=tc.overlap_ratio,
@@ -110,7 +124,7 @@ def build_task(config) -> task_lib.ArithmeticTask:
     )
     for name in ("interpolation_range", "extrapolation_range"):
         _check_numbers(f"task.{name}", fields[name])
-    single = tc.kind == "single_module"
+    single = tc.get("kind") == "single_module"
     if not single and tc.get("range_index") is not None:
         raise ConfigError(
             "task.range_index applies only to task.kind 'single_module'; set "
@@ -148,8 +162,21 @@ def _check_numbers(field: str, rng) -> None:
 
 
 def build_model_factory(config, task):
-    """``(rngs -> network, unit names per layer)`` for ``config.model`` on ``task``."""
+    """``(rngs -> network, unit names per layer)`` for ``config.model`` on ``task``: a model of
+    ``MODELS`` by ``model.name``, or the units ``model.units`` with the hidden widths
+    ``model.widths`` (one fewer) and each layer's options ``model.layer_options``."""
     m = config.model
+    if "units" in m:
+        try:
+            options = m.get("layer_options") or ()
+            return stack_factory(
+                tuple(m.units),
+                task.input_size,
+                widths=tuple(m.widths),
+                layer_options=tuple(dict(o) for o in options) or None,
+            )
+        except (ValueError, TypeError) as e:
+            raise ConfigError(prefix("model", str(e))) from None
     try:
         names = resolve_layers(m.name, single_unit=bool(m.single_unit), first_layer=m.first_layer)
         options = [dict(m.layer1_options), dict(m.layer2_options)][: len(names)]
@@ -169,14 +196,20 @@ def build_model_factory(config, task):
 def build_hparams(config, names) -> train.HParams:
     """``config.train`` over the model's defaults (``MODELS``; a single unit: the λ̂ its
     registration declares) and the units' own (NPU: lr 5e-3 and β by op)."""
-    spec = None if config.model.single_unit else MODELS.get(config.model.name)
+    m, op = config.model, config.task.get("op")
+    spec = None if "units" in m or m.single_unit else MODELS.get(m.name)
     if spec is not None:
         reg_scale = spec.reg_scale
     elif config.train.get("reg_scale") is not None:
         reg_scale = 0.0  # train.reg_scale is used
+    elif "units" in m:  # no model table entry: λ̂ is the config's, never a silent 0
+        raise ConfigError(
+            "train.reg_scale is required with model.units: the λ̂ of the units' R_sparse "
+            "(0 for none)."
+        )
     else:  # the unit's own declaration; an undeclared λ̂ is an error, never a silent 0
         try:
-            reg_scale = UNITS.spec(config.model.name).reg_scale_for(config.task.op)
+            reg_scale = UNITS.spec(m.name).reg_scale_for(op)
         except ValueError as e:
             raise ConfigError(str(e)) from None
     return train.build_hparams(
@@ -185,7 +218,7 @@ def build_hparams(config, names) -> train.HParams:
         reg_scale=reg_scale,
         reg_start=spec.reg_start if spec else 0.0,
         reg_end=spec.reg_end if spec else 1.0,
-        beta=(1e-9, 1e-7) if config.task.op == "div" else (1e-7, 1e-5),
+        beta=(1e-9, 1e-7) if op == "div" else (1e-7, 1e-5),
     )
 
 
@@ -201,15 +234,23 @@ def draws_batch_ahead(config, input_shape) -> bool:
     return str(config.train.sampler) == "hash" and elements <= DRAW_AHEAD_ELEMENTS
 
 
-def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_data):
+def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_fn=None):
     """The ``Recipe`` of a model trained on fresh inputs from ``task``'s generator.
+
+    Training and evaluation are judged against one target, whatever the evaluation sets:
 
     Args:
       input_shape: one sample's shape: ``(n,)``, or ``(T, n)`` for sequences.
-      target_fn: ``(x [batch, *input_shape], masks [K, n]) -> [batch]`` targets.
       eval_data: ``eval_sets.evaluation_inputs(...)``, or ``{"valid": x, "test": x}`` inputs
         whose targets ``target_fn`` gives.
+      target_fn: ``(x [batch, *input_shape], masks [K, n]) -> [batch]`` targets; ``None``:
+        the task's own (``task.op``, a built-in op or a ``Target``). With the range-free sets
+        the task's own target is taken from their stored subset sums; another ``target_fn``
+        is applied to their inputs.
     """
+    own_target = target_fn is None
+    if own_target:
+        target_fn = functools.partial(task_lib.target, task)
     needs = training_needs(names)
     batch_size = int(config.train.batch_size)
     schedule, with_z = str(config.train.reg_schedule), train.uses_z(config)
@@ -319,7 +360,7 @@ def make_recipe(config, task, factory, names, *, input_shape, target_fn, eval_da
         def mse(name):
             if f"{name}_u" in data:  # range-free draws
                 x, sums = eval_sets.range_inputs(task, data, name, ranges[name], offset)
-                t = task_lib.target_from_sums(task.op, sums)
+                t = task_lib.target_from_sums(task.op, sums) if own_target else target_fn(x, masks)
             else:
                 x = data[name]
                 t = target_fn(x, masks)
@@ -357,7 +398,6 @@ def trainer_for(config, task=None) -> train.Trainer:
         factory,
         names,
         input_shape=(task.input_size,),
-        target_fn=functools.partial(task_lib.target, task),
         eval_data=eval_sets.evaluation_inputs(task, int(config.eval_size)),
     )
     return train.make_train(recipe, config, build_hparams(config, names), training_needs(names))
@@ -365,7 +405,7 @@ def trainer_for(config, task=None) -> train.Trainer:
 
 def threshold_settings(config) -> dict:
     """Success-threshold kind, ε and sample count for ``config.task``."""
-    single = config.task.kind == "single_module"
+    single = config.task.get("kind") == "single_module"
     eps = config.task.threshold_epsilon
     return dict(
         kind="single_module" if single else "arithmetic",
@@ -374,11 +414,12 @@ def threshold_settings(config) -> dict:
     )
 
 
-def population(config, settings, make=trainer_for, threshold=None) -> Population:
+def population(config, settings, make=trainer_for, threshold=None, target=None) -> Population:
     """One program for every setting: per-setting hparams (with traced ranges when a range is
     swept) and thresholds; ``make(config, task)`` builds a setting's trainer, ``threshold``
-    ``(config, task) -> float`` its threshold (default: the static task's, simulated)."""
-    tasks = [build_task(s.config) for s in settings]
+    ``(config, task) -> float`` its threshold (default: the static task's, simulated);
+    ``target``: an experiment's own (``static_task``)."""
+    tasks = [build_task(s.config, target) for s in settings]
     sweep.check_static(settings, tasks)
     trainers = [make(s.config, t) for s, t in zip(settings, tasks, strict=True)]
     if threshold is None:
@@ -389,7 +430,7 @@ def population(config, settings, make=trainer_for, threshold=None) -> Population
     if set(RANGE_FIELDS) & {k for s in settings for k in s.values}:  # ranges become leaves
         ranges = sweep.common_ranges(tasks)
         c = sweep.with_ranges(settings[0].config, ranges[0])
-        program = make(c, build_task(c))
+        program = make(c, build_task(c, target))
         hparams = [
             hp.replace(**{k: sweep.range_leaves(v) for k, v in r.items()})
             for hp, r in zip(hparams, ranges, strict=True)
@@ -431,6 +472,32 @@ def format_summary(summary: dict) -> str:
     if "settings" in summary:
         return report.combined_markdown(summary["settings"])
     return report.summary_markdown(summary)
+
+
+def validate_own(config, target: task_lib.Target) -> None:
+    """``validate`` of a ``static_task``: the run and training fields, the task with the
+    experiment's target (``task.op`` is not read) and the network, λ̂ included."""
+    validate_fields(config)
+    task = build_task(config, target)
+    if "units" not in config.model:
+        validate_model(config)
+    _, names = build_model_factory(config, task)
+    build_hparams(config, names)
+
+
+def static_task(name: str, target: task_lib.Target, *, sweepable=SWEEPABLE) -> Experiment:
+    """The static arithmetic experiment with a target of one's own, as experiment ``name``
+    (register it: ``nalu_jax.register_experiment``). Its config is ``configs``'s
+    ``arithmetic_config()`` without ``task.op`` (docs/own_experiment.md); the threshold is
+    ``target``'s by the ε-perturbation rule and every evaluation is judged against it."""
+    return Experiment(
+        name=name,
+        validate=functools.partial(validate_own, target=target),
+        sweepable=tuple(sweepable),
+        population=functools.partial(population, target=target),
+        write_results=write_results,
+        format_summary=format_summary,
+    )
 
 
 EXPERIMENT = Experiment(

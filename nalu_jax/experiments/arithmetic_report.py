@@ -16,6 +16,7 @@ import numpy as np
 from nalu_jax.reporting import metrics as metrics_lib
 from nalu_jax.reporting import plots
 from nalu_jax.reporting.report import atomic_write, dumps, fmt, timing
+from nalu_jax.tasks.arithmetic import op_label
 
 SEED_COLUMNS = (
     "seed",
@@ -137,6 +138,11 @@ def summary_markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n" + note
 
 
+def model_label(model) -> str:
+    """A model's name in reports: ``model.name``, or its units in order (``model.units``)."""
+    return " → ".join(model.units) if "units" in model else model.name
+
+
 def write_population(workdir, config, setting, context, seeds, merged, num_evals) -> dict:
     """Judge every seed of one setting against its threshold (``context``: ``threshold``,
     ``task``), write ``workdir``'s files and return the summary."""
@@ -147,9 +153,9 @@ def write_population(workdir, config, setting, context, seeds, merged, num_evals
     )  # fmt: skip
     summary = metrics_lib.summarize(judgement, threshold)
     summary.update(
-        model=config.model.name,
-        task=config.task.kind,
-        op=task.op,
+        model=model_label(config.model),
+        task=config.task.get("kind") or config.experiment,  # a family member: its own name
+        op=op_label(task.op),
         input_size=task.input_size,
         interpolation_range=task.interpolation_range,
         extrapolation_range=task.extrapolation_range,

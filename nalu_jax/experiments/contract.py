@@ -1,7 +1,9 @@
 """What an experiment is: the ``Experiment`` record the run loop (``nalu_jax.engine.run.run``) calls.
 
-Each experiment module ends with one ``EXPERIMENT = Experiment(...)`` naming its functions;
-``nalu_jax.experiments.EXPERIMENTS`` maps ``config.experiment`` to it. The run loop calls the
+Each experiment module ends with one ``EXPERIMENT = Experiment(...)`` naming its functions,
+registered by ``register_experiment`` (the built-in ones in ``nalu_jax.experiments``, one of
+one's own in a module named by ``--plugin``: docs/own_experiment.md); ``EXPERIMENTS`` maps
+``config.experiment`` to it. The run loop calls the
 hooks in this order, every one of them on every run (the optional ones have defaults that do
 nothing):
 
@@ -25,6 +27,7 @@ nothing):
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -67,3 +70,57 @@ class Experiment:
                 ok = callable(value)
             if not ok:
                 raise TypeError(f"Experiment {self.name!r}: {field.name} is {value!r}.")
+
+
+#: ``config.experiment`` → its ``Experiment``: the built-in experiments and every one a user
+#: registered (``register_experiment``); ``experiment_named`` also imports ``"module:NAME"``
+EXPERIMENTS: dict[str, Experiment] = {}
+
+HOW_TO_REGISTER = (
+    "register one with nalu_jax.register_experiment(Experiment(...)) in a module named by "
+    "--plugin (or NALU_JAX_PLUGINS), or name it 'module:NAME' (docs/own_experiment.md)"
+)
+
+
+def register_experiment(experiment: Experiment, *, replace: bool = False) -> str:
+    """Add ``experiment`` to ``EXPERIMENTS`` under its name, the one way every experiment (the
+    built-in ones too) becomes selectable by ``config.experiment``; returns the name.
+
+    A second experiment under a taken name is a ``ValueError`` unless ``replace`` (registering
+    the same record again, e.g. a plugin imported twice, is a no-op)."""
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"register_experiment takes an Experiment, got {experiment!r}.")
+    have = EXPERIMENTS.get(experiment.name)
+    if have is not None and have != experiment and not replace:
+        raise ValueError(
+            f"experiment {experiment.name!r} is already registered; pass replace=True to "
+            "replace it."
+        )
+    EXPERIMENTS[experiment.name] = experiment
+    return experiment.name
+
+
+def experiment_named(name: str) -> Experiment:
+    """The registered experiment ``name``; a ``"module:NAME"`` name imports ``module`` first,
+    which registers experiment ``NAME`` or holds it as attribute ``NAME`` (registered here).
+    ``KeyError`` with one sentence saying how to register one."""
+    if name in EXPERIMENTS:
+        return EXPERIMENTS[name]
+    if isinstance(name, str) and ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            raise KeyError(
+                f"experiment {name!r}: module {module_name!r} cannot be imported ({e}); put "
+                "its folder on PYTHONPATH or install it."
+            ) from None
+        if attr in EXPERIMENTS:  # the module registered it
+            return EXPERIMENTS[attr]
+        held = getattr(module, attr, None)
+        if isinstance(held, Experiment):  # the module holds it
+            return EXPERIMENTS[register_experiment(held)]
+    raise KeyError(
+        f"experiment {name!r} is not registered (registered: {sorted(EXPERIMENTS)}); "
+        f"{HOW_TO_REGISTER}."
+    )

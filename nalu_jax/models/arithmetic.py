@@ -278,6 +278,42 @@ def model_factory(name: str, in_features: int, **kwargs):
     return lambda rngs: build_model(name, in_features, rngs=rngs, **kwargs)
 
 
+def stack_factory(units, in_features: int, *, widths, out_features: int = 1, layer_options=None):
+    """``(rngs -> ArithmeticNetwork, units)``: the registered ``units`` (names, or
+    ``"module:Class"``) in sequence, ``in → widths[0] → … → widths[-1] → out``, each built with
+    its ``layer_options`` entry. ``ValueError`` naming ``units``, ``widths`` or
+    ``layer_options`` (checked by building one network)."""
+    units = tuple(units)
+    if not units or not all(isinstance(u, str) and u for u in units):
+        raise ValueError(f"units must be a non-empty list of unit names, got {list(units)!r}.")
+    for u in units:
+        if u not in UNITS:
+            raise ValueError(f"units must be units of {sorted(UNITS)}, got {u!r}.")
+    widths = tuple(widths)
+    if len(widths) != len(units) - 1 or not all(
+        isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in widths
+    ):
+        raise ValueError(
+            f"widths must be {len(units) - 1} positive integers (one per hidden layer of "
+            f"{len(units)} units), got {list(widths)!r}."
+        )
+    options = tuple(layer_options or ({},) * len(units))
+    if len(options) != len(units):
+        raise ValueError(f"layer_options must have {len(units)} entries, got {len(options)}.")
+    sizes = (in_features, *widths, out_features)
+
+    def build(rngs):
+        return ArithmeticNetwork(
+            [
+                make_unit(u, sizes[i], sizes[i + 1], rngs=rngs, **options[i])
+                for i, u in enumerate(units)
+            ]
+        )
+
+    build(nnx.Rngs(0))  # fail early on bad options
+    return build, units
+
+
 def split_model(factory):
     """The static ``graphdef`` and one example parameter state of ``factory``."""
     return nnx.split(factory(nnx.Rngs(0)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from nalu_jax.config import ConfigError, base_config
+from nalu_jax.config import ConfigError, arithmetic_config
 from nalu_jax.tasks.single_module import MODELS_BY_OP, RANGE_PAIRS
 
 #: our op names → the papers' symbols
@@ -252,7 +252,7 @@ def cell_config(spec: TableSpec, cell: Cell, num_seeds: int | None = None, num_s
     Arithmetic: ``configs/arithmetic.py`` with the cell's model and op; single-module:
     ``configs/single_module.py`` with ``sweep.range_index = (1, …, 9)`` (one program).
     """
-    c = base_config()
+    c = arithmetic_config()
     c.model.name = cell.variant.model
     c.task.op = cell.op
     c.num_seeds = int(num_seeds or spec.num_seeds)

@@ -6,6 +6,8 @@ each overlapping the previous one by ``O = ⌊o·S⌋``, are shifted by one per-
 
     add = Σ_k sum_k   sub = a − b   mul = ∏_k sum_k   div = a / b   squared = a²   root = √a
 
+or any function of them, a ``Target`` of one's own (e.g. ``a·b + c``: docs/own_experiment.md).
+
 The configuration (:class:`ArithmeticTask`) is static and hashable, so it can be a static
 argument of ``jax.jit``; the offset and the random keys are traced, so everything below can be
 ``jit``-ed and ``vmap``-ed over seeds.
@@ -18,9 +20,12 @@ argument of ``jax.jit``; the offset and the random keys are traced, so everythin
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import marshal
 import math
 import numbers
 import operator
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -71,6 +76,43 @@ def normalize_range(value, name: str) -> tuple:
     return intervals
 
 
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A target of one's own: ``fn(sums [..., K]) -> [...]``, any ``jnp`` function of the
+    subset sums (``sums[..., 0]`` is ``a``, ``sums[..., 1]`` is ``b``, …), traced like the
+    built-in ops. ``label`` names it in reports (e.g. ``"a·b + c"``); ``subsets`` is how many
+    leading subsets it reads (``num_subsets`` must be at least that)."""
+
+    label: str
+    fn: Callable
+    subsets: int
+
+    def __post_init__(self):
+        if not isinstance(self.label, str) or not self.label:
+            raise ValueError(f"a Target's label must be a non-empty string, got {self.label!r}.")
+        if not callable(self.fn):
+            raise ValueError(f"a Target's fn must be callable, got {self.fn!r}.")
+        if isinstance(self.subsets, bool) or not isinstance(self.subsets, int) or self.subsets < 1:
+            raise ValueError(f"a Target's subsets must be an integer >= 1, got {self.subsets!r}.")
+
+    def fingerprint(self) -> str:
+        """The label and a digest of ``fn``'s code: a threshold cached for one target is never
+        reused for another (an edited ``fn`` gets a new digest)."""
+        code = getattr(self.fn, "__code__", None)
+        text = marshal.dumps(code) if code is not None else repr(self.fn).encode()
+        return f"{self.label}#{hashlib.sha256(text).hexdigest()[:16]}"
+
+
+def op_label(op) -> str:
+    """An op's name in reports: a built-in op's name, or a ``Target``'s label."""
+    return op.label if isinstance(op, Target) else op
+
+
+def op_key(op) -> str:
+    """An op in a cache key: a built-in op's name, or a ``Target``'s fingerprint."""
+    return op.fingerprint() if isinstance(op, Target) else op
+
+
 def range_bounds(rng) -> tuple[float, float]:
     """The smallest and largest value a (normalised) range can produce."""
     if isinstance(rng[0], tuple):
@@ -85,9 +127,10 @@ class ArithmeticTask:
     ``simple=True`` is the ``simple`` variant: ``input_size`` becomes 4 and ``num_subsets`` 2,
     with subsets [0, 4) and [0, 2) and no offset; the ratios are then ignored. Ranges are
     normalised to tuples of floats. Invalid values raise ``ValueError`` naming the field.
+    ``op`` is a built-in op's name or a ``Target`` of one's own.
     """
 
-    op: str
+    op: str | Target
     input_size: int = 100
     subset_ratio: float = 0.25
     overlap_ratio: float = 0.5
@@ -106,7 +149,7 @@ class ArithmeticTask:
 
     def validate(self) -> None:
         """Raise ``ValueError`` (one sentence naming the field) on an invalid configuration."""
-        if self.op not in OPS:
+        if not isinstance(self.op, Target) and self.op not in OPS:
             raise ValueError(f"op must be one of {list(OPS)}, got {self.op!r}.")
         if not isinstance(self.simple, bool):
             raise ValueError(f"simple must be True or False, got {self.simple!r}.")
@@ -122,10 +165,11 @@ class ArithmeticTask:
             raise ValueError(f"subset_ratio must be in (0, 1], got {self.subset_ratio!r}.")
         if not _is_real(self.overlap_ratio) or not 0 <= self.overlap_ratio <= 1:
             raise ValueError(f"overlap_ratio must be in [0, 1], got {self.overlap_ratio!r}.")
-        needed = _SUBSETS_USED[self.op] or 1
+        needed = self.op.subsets if isinstance(self.op, Target) else _SUBSETS_USED[self.op] or 1
         if self.num_subsets < needed:
             raise ValueError(
-                f"num_subsets must be >= {needed} for op {self.op!r}, got {self.num_subsets}."
+                f"num_subsets must be >= {needed} for op {op_label(self.op)!r}, got "
+                f"{self.num_subsets}."
             )
         for name in ("interpolation_range", "extrapolation_range"):
             normalize_range(getattr(self, name), name)
@@ -186,6 +230,8 @@ class ArithmeticTask:
     @property
     def subsets_used(self) -> int:
         """How many leading subsets the op reads (all ``K`` for add and mul)."""
+        if isinstance(self.op, Target):
+            return self.op.subsets
         return _SUBSETS_USED[self.op] or self.num_subsets
 
 
@@ -235,8 +281,10 @@ def sample_inputs(key, shape, rng, *, sampler: str = "threefry") -> jax.Array:
     return jnp.where(u < 1.0, lo1 + width * u, lo2 + width * (u - 1.0))
 
 
-def target_from_sums(op: str, sums) -> jax.Array:
+def target_from_sums(op: str | Target, sums) -> jax.Array:
     """Target from the subset sums: ``sums [..., K]`` -> ``[...]`` (``op`` static)."""
+    if isinstance(op, Target):
+        return op.fn(sums)
     if op == "add":
         return jnp.sum(sums, axis=-1)
     if op == "sub":

@@ -4,7 +4,9 @@
 subset's entries and ``ε`` elsewhere, the second layer is perfect, so the prediction is
 ``f(x @ W^ε)`` with ``f = target_from_sums``; the threshold is ``E[(f(x @ W^ε) − f(x @ W⁰))²]``
 over extrapolation inputs. Masks are taken at offset 0: x is i.i.d., so the value does not
-depend on the offset.
+depend on the offset. A target of one's own (``Target``) follows the same rule, its change
+``f(s + δ) − f(s)`` taken in float64 on the host (the same float32 draws), where the change
+(~1e-5 of the value) is far above the rounding.
 
 ``kind="single_module"`` (ε = 1e-4), closed-form perturbed predictions with ``a``, ``b`` the
 subset sums (single inputs in the benchmark) and "irrelevant" the inputs in no used subset:
@@ -34,6 +36,8 @@ import numpy as np
 
 from nalu_jax.tasks.arithmetic import (
     ArithmeticTask,
+    Target,
+    op_key,
     sample_inputs,
     subset_masks,
     subset_sums,
@@ -86,6 +90,23 @@ def arithmetic_sq_diff(task: ArithmeticTask, x, epsilon):
     return jnp.square(_target_change(task.op, sums, delta))
 
 
+def _target_sq_diff(task: ArithmeticTask, size: int, key, epsilon) -> np.ndarray:
+    """``arithmetic_sq_diff`` for a ``Target``: the same float32 inputs, the sums and their
+    change in float64 (``[size]`` float64)."""
+    x = np.asarray(_chunk_inputs(task, size, key), np.float64)
+    masks = np.asarray(subset_masks(task, 0), np.float64)
+    sums, delta = x @ masks.T, x @ (epsilon * (1.0 - 2.0 * masks)).T
+    with jax.enable_x64(True):
+        f = task.op.fn
+        change = np.asarray(f(jnp.asarray(sums + delta)) - f(jnp.asarray(sums)), np.float64)
+    return np.square(change)
+
+
+@functools.partial(jax.jit, static_argnames=("task", "size"))
+def _chunk_inputs(task: ArithmeticTask, size: int, key):
+    return sample_inputs(key, (size, task.input_size), task.extrapolation_range)
+
+
 def _single_module_sq_diff(task: ArithmeticTask, x, epsilon):
     """``x [B, n]`` -> ``(pred_ε − pred₀)² [B]`` from the closed forms of docs/protocols.md, "Single-module benchmark"."""
     masks = subset_masks(task, 0)[: task.subsets_used]
@@ -128,6 +149,14 @@ def simulate_mean(sq_diff_chunk, num_samples: int, root) -> float:
 
 def simulate_threshold(task: ArithmeticTask, *, epsilon: float, kind: str, num_samples: int):
     """Uncached simulation: the mean squared deviation (Python float)."""
+    if isinstance(task.op, Target):
+        if kind != "arithmetic":
+            raise ValueError(f"kind must be 'arithmetic' for a target of one's own, got {kind!r}.")
+        return simulate_mean(
+            lambda size, key: _target_sq_diff(task, size, key, epsilon),
+            num_samples,
+            jax.random.key(THRESHOLD_KEY_SEED),
+        )
     return simulate_mean(
         lambda size, key: _chunk_sq_diff(task, kind, size, key, epsilon),
         num_samples,
@@ -140,7 +169,7 @@ def cache_key(task: ArithmeticTask, epsilon: float, kind: str, num_samples: int,
     fields = {
         **extra,
         "version": _CACHE_VERSION,
-        "op": task.op,
+        "op": op_key(task.op),
         "n": task.input_size,
         "s": float(task.subset_ratio),
         "o": float(task.overlap_ratio),
