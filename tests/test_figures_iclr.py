@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from nalu_jax.config import ConfigError, base_config
+from nalu_jax.config import ConfigError, arithmetic_config
 from nalu_jax.engine import sweep
 from nalu_jax.reproduce import budget, cell_config, render, specs
 from nalu_jax.reproduce.cells import configs, num_runs
@@ -15,7 +15,7 @@ from nalu_jax.reproduce.figures_iclr import FIGURES, RANGE_PAIRS
 
 
 def test_range_pair_sweep_sets_both_ranges_per_value_not_their_grid():
-    c = base_config()
+    c = arithmetic_config()
     with c.sweep.unlocked():
         c.sweep.range_pair = RANGE_PAIRS[:3]
     settings = sweep.expand(c)
@@ -31,7 +31,7 @@ def test_range_pair_sweep_sets_both_ranges_per_value_not_their_grid():
 
 
 def test_a_config_without_the_pair_has_the_fields_it_had():
-    assert "range_pair" not in base_config().sweep
+    assert "range_pair" not in arithmetic_config().sweep
 
 
 @pytest.mark.parametrize(
