@@ -138,7 +138,7 @@ TABLES: dict[str, TableSpec] = {
         "primer-single-module", "single_module", ("mul", "div", "add", "sub"),
         tuple(_v(k, label) for k, label in _PRIMER_UNITS.items()),
         25, 50_000,
-        "Mistry, Li, Hare & Zheng, A Primer for Neural Arithmetic Logic Modules, JMLR 2022 "
+        "Mistry, Farrahi & Hare, A Primer for Neural Arithmetic Logic Modules, JMLR 2022 "
         "(arXiv:2101.09530), single-module benchmark (no numeric table published)",
         None,
         models_by_op=MODELS_BY_OP,
