@@ -66,20 +66,20 @@ def _results_root() -> tuple[str | None, str]:
     """Where finished cells are committed, and the sentence that says so."""
     if _RESULTS.value is not None:
         root = _RESULTS.value or None
-        return root, f"cells committed to {root}" if root else "no cells committed (--results='')"
+        return root, f"results root: {root}" if root else "results: none committed (--results='')"
     from nalu_jax.reproduce import table
 
     published = table(_TABLE.value).num_steps
     if _SMOKE.value or (_STEPS.value is not None and _STEPS.value < published):
         why = "--smoke" if _SMOKE.value else f"--steps={_STEPS.value:,} < the table's {published:,}"
         return None, (
-            f"no cells committed: not the table's protocol ({why}); pass --results=DIR to "
-            "commit them"
+            f"results: none committed, not the table's protocol ({why}); pass --results=DIR "
+            "to commit"
         )
     from nalu_jax.reproduce.results import default_root
 
     root = default_root()
-    return root, f"cells committed to {root}"
+    return root, f"results root: {root}"
 
 
 def main(argv) -> None:

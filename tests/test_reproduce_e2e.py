@@ -132,5 +132,5 @@ def test_a_quick_reduced_run_leaves_the_checkout_clean(tmp_path):
            f"--workdir={tmp_path}"]  # fmt: skip
     out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "no cells committed: not the table's protocol (--steps=2,000 < the table's" in out.stdout
+    assert "results: none committed, not the table's protocol (--steps=2,000 < the" in out.stdout
     assert status() == before
