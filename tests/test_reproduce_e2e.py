@@ -122,9 +122,10 @@ def test_ablation_no_clamp_cells_train_and_differ_from_the_clamped_nmu(tmp_path)
 def test_a_quick_reduced_run_leaves_the_checkout_clean(tmp_path):
     """A run below the table's protocol commits nothing unless asked (``--results``)."""
 
-    def status():
-        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                              cwd=ROOT, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    def status():  # the committed results only: edits elsewhere during the test are not its own
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--",
+                               "results"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
 
     before = status()
     cmd = [sys.executable, "-m", "launch.reproduce", "--table=iclr2020-arithmetic", "--seeds=2",

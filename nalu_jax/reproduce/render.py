@@ -40,6 +40,8 @@ import sys
 
 from nalu_jax.reproduce import results as results_lib
 from nalu_jax.reproduce.verdicts import (
+    BudgetFunctions,
+    CrossCommitFunctions,
     IdentityFunctions,
     Missing,
     ScaledErrorFunctions,
@@ -66,7 +68,9 @@ def _pct(v) -> str:
     return "—" if v is None or not math.isfinite(v) else f"{100 * v:.0f}%"
 
 
-class Renderer(VerdictFunctions, ScaledErrorFunctions, IdentityFunctions):
+class Renderer(
+    VerdictFunctions, ScaledErrorFunctions, IdentityFunctions, CrossCommitFunctions, BudgetFunctions
+):
     """The template's functions over one results root."""
 
     def __init__(self, root: str):
@@ -462,7 +466,8 @@ class Renderer(VerdictFunctions, ScaledErrorFunctions, IdentityFunctions):
                  "arith_counts", "arith_seeds", "timing_table", "primer_table", "identity_table",
                  "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
                  "gridworld_table", "arith_tests", "table_verdict", "not_covered_rows",
-                 "scaled_error", "identity_models", "identity_verdict")  # fmt: skip
+                 "scaled_error", "identity_models", "identity_verdict",
+                 "cross_commit", "settled")  # fmt: skip
         return {n: getattr(self, n) for n in names}
 
     def render(self, template: str) -> str:

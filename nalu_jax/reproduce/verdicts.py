@@ -242,3 +242,49 @@ class IdentityFunctions:
 
 def _f3(v) -> str:
     return f"{v:.2g}"
+
+
+class CrossCommitFunctions:
+    """A merged cell's cross-commit check, recorded beside its batches (mixed into the
+    renderer): ``CELL/cross_commit.json`` = ``{"checks": [{"commits", "seeds", "steps",
+    "compared", "identical", "date", "command"}]}``."""
+
+    def cross_commit(self, cell) -> str:
+        """ "3693ec5 and 5b96e1d: identical (seeds 0–3 × 1,010,000 steps; seeds.csv, …)"."""
+        path = os.path.join(self._dir(cell), "cross_commit.json")
+        if not os.path.exists(path):
+            raise Missing(f"{cell}/cross_commit.json")
+        parts = []
+        for c in results_lib.read_json(path)["checks"]:
+            word = "identical" if c["identical"] else "DIFFERENT"
+            parts.append(
+                f"{' and '.join(k[:7] for k in c['commits'])}: {word} (seeds 0–{c['seeds'] - 1}"
+                f" × {c['steps']:,} steps; {', '.join(c['compared'])}; {c['date'][:10]})"
+            )
+        return "; ".join(parts)
+
+
+class BudgetFunctions:
+    """The rubric's "not settled" for experiments judged in prose (mixed into the renderer):
+    the word is computed from the paper's budget and the committed contrast cells."""
+
+    def settled(self, text, *cells, budget=None, contrast=(), label="", verdict="") -> str:
+        """``text`` under the rubric's word: "not settled" when a ``contrast`` cell is not
+        committed, when the paper gives no ``budget`` (None), or when the cells ran fewer steps
+        than it; else ``verdict`` (the caller's reading of the figures: "reproduced",
+        "partly", "not reproduced")."""
+        for c in cells:
+            self._dir(c)
+        missing = [c for c in contrast if not os.path.isdir(os.path.join(self.root, c))]
+        if missing:
+            reason = "not committed: " + ", ".join(f"`results/{c}`" for c in missing)
+        elif budget is None:
+            reason = "the paper gives no budget"
+        else:
+            steps = min(int(self.summary(c)["num_steps"]) for c in cells)
+            reason = f"{steps / budget:.0%} of the paper's budget" if steps < budget else ""
+        if reason:
+            return f"**{label}not settled** ({reason}). {text}".strip()
+        if not verdict:
+            raise ValueError("settled(): a verdict is needed where the budget is met")
+        return f"**{label}{verdict}.** {text}".strip()
