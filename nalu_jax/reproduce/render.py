@@ -28,6 +28,14 @@ Functions (all read ``results/``):
   ``provenance(*cells)``                           commit, date, machine, wall time
   ``verdict(text, *cells)``                        ``text`` when every cell is committed, else
                                                    "no committed data"
+  (``nalu_jax.reproduce.verdicts``, the rubric's computed verdicts:)
+  ``arith_tests(table, ...)``                      per-seed tests against the authors' seeds
+  ``table_verdict(table, ...)``                    a whole table's verdict by its cells
+  ``settled(text, *cells, budget=, contrast=)``    "not settled" from budget and contrast cells
+  ``identity_verdict(cell)`` / ``identity_models`` the identity rule (10× the linear network)
+  ``scaled_error(cell, which)``                    the NALU paper's scaled error of a recurrent cell
+  ``cross_commit(cell)``                           a merged cell's recorded cross-commit check
+  ``not_covered_rows()``                           glance rows of experiments not implemented
 """
 
 from __future__ import annotations
