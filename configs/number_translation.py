@@ -9,7 +9,8 @@ lowest-validation-MSE evaluation. Two set-ups (``setup=``):
   spec     (the default; docs/protocols.md, "Number translation") embedding size 2 → LSTM of 2 units → a recurrent
            arithmetic output cell h_t = Cell(concat(lstm_t, h_{t−1})) (1 output, state 0)
            whose final state is the value (``model.output = "recurrent"``).
-  authors  the set-up the NALU paper's authors later described for their experiment:
+  authors  the set-up the NALU authors gave Madsen & Johansen (ICLR 2020,
+           appendix "Language to Number Translation Tasks"):
            embedding size 256 → LSTM of 10 units → the arithmetic unit applied once, as a
            static ``hidden → 1`` layer, to the LSTM output at the last real (non-pad) token
            (``model.output = "last"``); the recurrent baselines (lstm, gru, rnn_tanh,

@@ -17,6 +17,11 @@ finished cell of the workdir (a later invocation with other cells adds to them).
 training it prints the estimated wall time from a short calibration run per model.
 ``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
 only rewrites the table (e.g. after ``launch/slurm.py`` jobs).
+
+Committed results: a run at the table's own protocol (its iterations and evaluation; fewer
+seeds than the paper's are fine) commits its finished cells to the checkout's ``results/`` by
+default; a smaller one (``--steps`` below the table's, ``--smoke``) commits nothing unless
+``--results=DIR`` asks for it. Either way the run says where its cells went.
 """
 
 from __future__ import annotations
@@ -56,18 +61,29 @@ _RESULTS = flags.DEFINE_string(
     None,
     "Committed results root: finished cells are copied to RESULTS/TABLE/OP-MODEL, cells already "
     "there with the same config are skipped, and a cell there with fewer seeds runs only the "
-    "missing ones. Default: the checkout's results/ (none with --smoke); '' turns it off.",
+    "missing ones. Default: the checkout's results/ at the table's own protocol only (not with "
+    "--smoke or fewer --steps than the table's); '' turns it off.",
 )
 
 
-def _results_root() -> str | None:
+def _results_root() -> tuple[str | None, str]:
+    """Where finished cells are committed, and the sentence that says so."""
     if _RESULTS.value is not None:
-        return _RESULTS.value or None
-    if _SMOKE.value:
-        return None
+        root = _RESULTS.value or None
+        return root, f"results root: {root}" if root else "results: none committed (--results='')"
+    from nalu_jax.reproduce import table
+
+    published = table(_TABLE.value).num_steps
+    if _SMOKE.value or (_STEPS.value is not None and _STEPS.value < published):
+        why = "--smoke" if _SMOKE.value else f"--steps={_STEPS.value:,} < the table's {published:,}"
+        return None, (
+            f"results: none committed, not the table's protocol ({why}); pass --results=DIR "
+            "to commit"
+        )
     from nalu_jax.reproduce.results import default_root
 
-    return default_root()
+    root = default_root()
+    return root, f"results root: {root}"
 
 
 def main(argv) -> None:
@@ -80,6 +96,7 @@ def main(argv) -> None:
     from nalu_jax.reproduce.cells import SMOKE
 
     try:
+        results, where = _results_root()
         if _REPORT_ONLY.value:
             spec = reproduce.specs.with_extra(reproduce.table(_TABLE.value), _EXTRA.value)
             rows = reproduce.write(spec, _WORKDIR.value)
@@ -95,7 +112,7 @@ def main(argv) -> None:
                 calibration_steps=_CALIBRATION.value,
                 progress=_PROGRESS.value,
                 overwrite=_OVERWRITE.value,
-                results=_results_root(),
+                results=results,
                 extra_models=_EXTRA.value,
             )
     except ConfigError as e:
@@ -103,6 +120,8 @@ def main(argv) -> None:
     with open(os.path.join(_WORKDIR.value, "table.md")) as f:
         print(f.read())
     print(f"{len(rows)} rows; results in {os.path.abspath(_WORKDIR.value)}")
+    if not _REPORT_ONLY.value:
+        print(where)
 
 
 if __name__ == "__main__":

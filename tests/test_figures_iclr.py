@@ -137,7 +137,8 @@ def test_range_figure_table_budget_and_verdict(tmp_path):
     )
     # 10 seeds × 10⁵ steps of the paper's 50 × 5·10⁶: 1/250
     assert ns["figure_verdict"]("iclr2020-range") == (
-        "reproduced at 1/250 of the paper's seed-steps (2 of 6 cells committed)"
+        "not settled at 1/250 of the paper's seed-steps: the claim holds on the committed cells"
+        " (2 of 6 cells committed)"
     )
     assert ns["figure_budget"]("iclr2020-range").startswith(
         "2 of 6 cells, 1.4e+07 seed-steps of the paper's 1.05e+10 (0.13%), 4.0 min on Test CPU"

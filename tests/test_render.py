@@ -122,16 +122,19 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
                "device_kind": "cpu"}  # fmt: skip
     batches = [
         {"first_seed": 0, "num_seeds": 20, "wall_time_s": 1069.1, "seed_steps_per_s": 93854.0,
-         "machine": machine},
+         "machine": machine, "commit": "09046a2aaaa", "date": "2026-11-24T10:00:00Z"},
         {"first_seed": 20, "num_seeds": 80, "wall_time_s": 6264.0, "seed_steps_per_s": 16003.6,
-         "machine": {**machine, "platform": "gpu", "device_kind": "NVIDIA H100"}},
+         "machine": {**machine, "platform": "gpu", "device_kind": "NVIDIA H100"},
+         "commit": "b1d1504bbbb", "dirty": True, "date": "2026-11-25T10:00:00Z"},
     ]  # fmt: skip
     _cell(root, "iclr2020-arithmetic/add-linear", _arith_summary(20, 20, 5_000_000),
           batches=batches)  # fmt: skip
     rows = render.Renderer(str(root)).timing_table("iclr2020-arithmetic").splitlines()[2:]
     assert rows == [
-        "| + | Linear | 0–19 | 17.8 min | 93,854 | Test CPU (2 cores) |",
-        "| + | Linear | 20–99 | 104.4 min | 16,004 | NVIDIA H100 |",
+        "| + | Linear (merged: 2 batches at 2 commits) | 0–19 | 09046a2 | 2026-11-24 | 17.8 min"
+        " | 93,854 | Test CPU (2 cores) |",
+        "| + | Linear (merged: 2 batches at 2 commits) | 20–99 | b1d1504 (modified) | 2026-11-25"
+        " | 104.4 min | 16,004 | NVIDIA H100 |",
     ]
 
 

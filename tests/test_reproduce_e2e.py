@@ -117,3 +117,21 @@ def test_ablation_no_clamp_cells_train_and_differ_from_the_clamped_nmu(tmp_path)
         assert clamp == ({None} if m == "nmu" else {False})
     plain, no_clamp = seeds_csv(tmp_path, "mul-nmu"), seeds_csv(tmp_path, "mul-nmu_no_clamp")
     assert plain.splitlines()[0] == no_clamp.splitlines()[0] and plain != no_clamp
+
+
+def test_a_quick_reduced_run_leaves_the_checkout_clean(tmp_path):
+    """A run below the table's protocol commits nothing unless asked (``--results``)."""
+
+    def status():  # the committed results only: edits elsewhere during the test are not its own
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--",
+                               "results"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+
+    before = status()
+    cmd = [sys.executable, "-m", "launch.reproduce", "--table=iclr2020-arithmetic", "--seeds=2",
+           "--steps=2000", "--ops=add", "--models=nau", "--calibration_steps=0", "--noprogress",
+           f"--workdir={tmp_path}"]  # fmt: skip
+    out = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "results: none committed, not the table's protocol (--steps=2,000 < the" in out.stdout
+    assert status() == before

@@ -239,3 +239,15 @@ def test_commit_command_records_the_devices_a_launcher_gives_a_run(tmp_path):
         assert batch["machine"]["devices"] == devices
         assert (batch["commit"], batch["command"], batch["num_seeds"]) == ("abc", "c", 2)
         assert (cell / "seeds.csv").read_text() == "seed,solved\n0,1\n1,0\n"
+
+
+def test_gridworld_wall_time_is_its_agents_summed():
+    """The grid world's summary keeps its timings per agent (one program each)."""
+    from nalu_jax.reproduce.results import _timing
+
+    summary = {"agents": [
+        {"wall_time_s": 261.14, "compile_time_s": 20.7, "seed_updates_per_s": 1300.0},
+        {"wall_time_s": 613.42, "compile_time_s": 28.0, "seed_updates_per_s": 577.4},
+    ]}  # fmt: skip
+    assert _timing(summary) == {"wall_time_s": 874.6, "compile_time_s": 48.7,
+                                "seed_steps_per_s": 938.7}  # fmt: skip

@@ -28,6 +28,14 @@ Functions (all read ``results/``):
   ``provenance(*cells)``                           commit, date, machine, wall time
   ``verdict(text, *cells)``                        ``text`` when every cell is committed, else
                                                    "no committed data"
+  (``nalu_jax.reproduce.verdicts``, the rubric's computed verdicts:)
+  ``arith_tests(table, ...)``                      per-seed tests against the authors' seeds
+  ``table_verdict(table, ...)``                    a whole table's verdict by its cells
+  ``settled(text, *cells, budget=, contrast=)``    "not settled" from budget and contrast cells
+  ``identity_verdict(cell)`` / ``identity_models`` the identity rule (10× the linear network)
+  ``scaled_error(cell, which)``                    the NALU paper's scaled error of a recurrent cell
+  ``cross_commit(cell)``                           a merged cell's recorded cross-commit check
+  ``not_covered_rows()``                           glance rows of experiments not implemented
   and ``render_nalu.functions``: ``sm_table``, ``budget_line``, ``length_claims`` (the NALU
   paper's experiments and the single-module tables beyond two inputs; see that module)
 """
@@ -41,13 +49,17 @@ import re
 import sys
 
 from nalu_jax.reproduce import results as results_lib
+from nalu_jax.reproduce.verdicts import (
+    BudgetFunctions,
+    CrossCommitFunctions,
+    IdentityFunctions,
+    Missing,
+    ScaledErrorFunctions,
+    VerdictFunctions,
+)
 
 PLACEHOLDER = re.compile(r"\{\{(.+?)\}\}")
 NO_DATA = "*no committed data*"
-
-
-class Missing(Exception):
-    """A placeholder names a cell that ``results/`` does not hold."""
 
 
 def _repo() -> str:
@@ -66,7 +78,9 @@ def _pct(v) -> str:
     return "—" if v is None or not math.isfinite(v) else f"{100 * v:.0f}%"
 
 
-class Renderer:
+class Renderer(
+    VerdictFunctions, ScaledErrorFunctions, IdentityFunctions, CrossCommitFunctions, BudgetFunctions
+):
     """The template's functions over one results root."""
 
     def __init__(self, root: str):
@@ -148,7 +162,7 @@ class Renderer:
                 parts.append(
                     f"`{c}`: seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}, "
                     f"commit {b['commit'][:7]}{' (modified)' if b.get('dirty') else ''}, "
-                    f"{b['date'][:10]}, {where}, {b['wall_time_s'] / 60:.1f} min"
+                    f"{b['date'][:10]}, {where}, {_wall(b)}"
                 )
         return "; ".join(parts)
 
@@ -241,7 +255,7 @@ class Renderer:
                     _f(r["solved_at_median"]), _f(r.get("published_solved_at_median")),
                     _iv(r, "solved_at"), _iv(r, "solved_at", "published_"),
                     _iv(r, "sparsity_error"), *([like_published_cell(r)] if like else []),
-                    _iv(r, "sparsity_error", "published_"), self.cell_verdict(spec, r),
+                    _iv(r, "sparsity_error", "published_"), self.final_verdict(table, spec, r),
                 ]) + " |"
             )  # fmt: skip
         return "\n".join(lines)
@@ -249,7 +263,7 @@ class Renderer:
     def arith_counts(self, table, ops=None, models=None, only=None) -> str:
         spec, rows = self._rows(table, ops, models, only)
         # "partly: …" counts as "partly" (the table names each cell's part)
-        verdicts = [self.cell_verdict(spec, r).split(":")[0] for r in rows]
+        verdicts = [self.final_verdict(table, spec, r).split(":")[0].split(" (")[0] for r in rows]
         verdicts = [v for v in verdicts if v != "not runnable"]
         counts: dict[str, int] = {}
         for v in verdicts:
@@ -279,8 +293,8 @@ class Renderer:
 
         spec = specs.table(table)
         lines = [
-            "| op | model | seeds | wall time | seed-steps/s | machine |",
-            "|---|---|---|---|---|---|",
+            "| op | model | seeds | commit | date | wall time | seed-steps/s | machine |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for cell in specs.cells(spec, models, ops):
             path = f"{table}/{cell.key}"
@@ -291,8 +305,14 @@ class Renderer:
             same = self._same_as(path)
             if same:
                 lines.append(f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
-                             f"the same run as `{same}` | | | |")  # fmt: skip
+                             f"the same run as `{same}` | | | | | |")  # fmt: skip
                 continue
+            commits = {b["commit"][:7] for b in batches}
+            merged = (
+                f" (merged: {len(batches)} batches at {len(commits)} commits)"
+                if len(commits) > 1
+                else (f" (merged: {len(batches)} batches)" if len(batches) > 1 else "")
+            )
             for b in batches:
                 m = b["machine"]
                 where = (
@@ -301,9 +321,10 @@ class Renderer:
                     else m["device_kind"]
                 )
                 lines.append(
-                    f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
+                    f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label}{merged} | "
                     f"{b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1} | "
-                    f"{b['wall_time_s'] / 60:.1f} min | {round(b['seed_steps_per_s']):,} | {where} |"
+                    f"{b['commit'][:7]}{' (modified)' if b.get('dirty') else ''} | "
+                    f"{b['date'][:10]} | {_wall(b)} | {round(b['seed_steps_per_s']):,} | {where} |"
                 )
         if len(lines) == 2:
             raise Missing(table)
@@ -342,7 +363,7 @@ class Renderer:
 
         def iv(d):
             lo, hi = d["interval"]
-            return f"{_f(d['mean'])} [{_f(lo)}, {_f(hi)}]"
+            return f"{_f(d['mean'])} [{_f(max(0.0, lo))}, {_f(hi)}]"  # an MAE is ≥ 0
 
         lines = ["| activation | MAE inside the training range | MAE outside | diverged |",
                  "|---|---|---|---|"]  # fmt: skip
@@ -454,7 +475,9 @@ class Renderer:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
                  "arith_counts", "arith_seeds", "timing_table", "primer_table", "identity_table",
                  "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
-                 "gridworld_table")  # fmt: skip
+                 "gridworld_table", "arith_tests", "table_verdict", "not_covered_rows",
+                 "scaled_error", "identity_models", "identity_verdict",
+                 "cross_commit", "settled")  # fmt: skip
         from nalu_jax.reproduce import figures_render, render_nalu
 
         return {
@@ -473,6 +496,12 @@ class Renderer:
                 return f"{NO_DATA} (`results/{e.args[0]}`)"
 
         return PLACEHOLDER.sub(one, template)
+
+
+def _wall(batch: dict) -> str:
+    """A batch's wall time, or "wall time not recorded" (a zero or missing record)."""
+    w = batch.get("wall_time_s")
+    return f"{w / 60:.1f} min" if w else "wall time not recorded"
 
 
 def _budget(fraction: float) -> str:

@@ -178,7 +178,18 @@ def invocation(argv: list[str], root: str = ROOT) -> str:
 
 
 def _timing(summary: dict) -> dict:
-    """Wall time and seed-steps/s of a workdir's summary (a sweep: summed over settings)."""
+    """Wall time and seed-steps/s of a workdir's summary (a sweep: over its settings; the grid
+    world: summed over its agents, one program each, which report seed-updates/s)."""
+    if summary.get("agents") and not summary.get("wall_time_s"):
+        parts = [{**a, "seed_steps_per_s": a.get("seed_updates_per_s")} for a in summary["agents"]]
+        walls = [float(a.get("wall_time_s") or 0.0) for a in parts]
+        compiles = [float(a.get("compile_time_s") or 0.0) for a in parts]
+        rates = [float(a["seed_steps_per_s"]) for a in parts if a.get("seed_steps_per_s")]
+        return {
+            "wall_time_s": round(sum(walls), 1),
+            "compile_time_s": round(sum(compiles), 1),
+            "seed_steps_per_s": round(float(np.mean(rates)), 1) if rates else None,
+        }
     parts = summary.get("settings") or [summary]
     walls = [float(p.get("wall_time_s") or 0.0) for p in parts]
     compiles = [float(p.get("compile_time_s") or 0.0) for p in parts]

@@ -169,7 +169,8 @@ def _iv(r, name, prefix="", pct=False) -> str:
         return "—"
     if lo is None or not math.isfinite(lo):
         return _f(mid, pct)
-    return f"{_f(mid, pct)} [{_f(lo, pct)}, {_f(hi, pct)}]"
+    # every figure here (a rate, a step, a sparsity error) is ≥ 0: a t interval's bound is not
+    return f"{_f(mid, pct)} [{_f(max(0.0, lo), pct)}, {_f(hi, pct)}]"
 
 
 def header(spec: TableSpec, rows: list[dict]) -> list[str]:

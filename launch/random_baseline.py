@@ -1,0 +1,74 @@
+"""The NALU paper's random baseline of committed recurrent cells: ``random_baseline.csv``.
+
+    python -m launch.random_baseline results/recurrent/add/nac_add results/recurrent/sub/nalu
+
+For each cell (a ``results/`` directory of a recurrent run: ``config.json`` and ``seeds.csv``)
+every seed's untrained network, drawn from the seed's own key, is evaluated on the run's
+validation and test sets (``nalu_jax.experiments.recurrent_baseline``), and the per-seed
+errors are written to ``CELL/random_baseline.csv`` (seed, valid_mse, test_mse). The document
+divides each seed's ``interpolation_mse`` / ``extrapolation_mse`` by them (×100): the scaled
+error of Trask et al. 2018, Table 1. Deterministic: the same cell gives the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from nalu_jax.runtime.hostenv import configure_host_devices
+
+configure_host_devices()
+
+import ml_collections  # noqa: E402
+
+from nalu_jax.config import ConfigError  # noqa: E402
+
+
+def config_of(cell: str) -> ml_collections.ConfigDict:
+    """The run's config from ``CELL/config.json`` (lists back to tuples where the config has
+    ranges), checked to be a recurrent run."""
+    path = os.path.join(cell, "config.json")
+    if not os.path.exists(path):
+        raise ConfigError(f"cell {cell!r} holds no config.json: give a results/ cell directory.")
+    with open(path) as f:
+        raw = json.load(f)
+    if raw.get("experiment") != "recurrent":
+        raise ConfigError(f"cell {cell!r} is a {raw.get('experiment')!r} run; needs recurrent.")
+
+    def tuples(d):
+        return {k: tuples(v) if isinstance(v, dict) else (tuple(v) if isinstance(v, list) else v)
+                for k, v in d.items()}  # fmt: skip
+
+    return ml_collections.ConfigDict(tuples(raw))
+
+
+def write(cell: str) -> str:
+    from nalu_jax.experiments.recurrent_baseline import random_baseline
+    from nalu_jax.reporting.report import atomic_write
+
+    base = random_baseline(config_of(cell))
+    lines = ["seed,valid_mse,test_mse"]
+    for k, v, t in zip(base["seed"], base["valid_mse"], base["test_mse"], strict=True):
+        lines.append(f"{int(k)},{float(v)!r},{float(t)!r}")
+    out = os.path.join(cell, "random_baseline.csv")
+    atomic_write(out, "\n".join(lines) + "\n")
+    return out
+
+
+def main(argv=None) -> int:
+    cells = list(sys.argv[1:] if argv is None else argv)
+    if not cells:
+        print("give one or more results/ cell directories of recurrent runs.", file=sys.stderr)
+        return 2
+    for cell in cells:
+        try:
+            print(f"wrote {write(cell)}")
+        except ConfigError as e:
+            print(e, file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""The NALU paper's scaled error for the recurrent task: each seed's error against the error of
+the same network at its random initialisation.
+
+Trask et al. 2018 (Table 1) report, per task and model, an error "scaled relative to a randomly
+initialized model": 100 is the random model, 0 is exact. Ours: for each seed, the network of
+its config drawn with its own seed key (``Trainer.init``, untrained), evaluated on the run's own
+validation set (length ``task.train_length``) and test set (length ``task.test_length``);
+the scaled error is ``100 · MSE(trained) / MSE(random)`` on the same set
+(:func:`scaled_errors`). The paper does not say how it summarises seeds; we report the median
+and the range over seeds.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from nalu_jax import tasks as task_lib
+from nalu_jax.engine import train
+from nalu_jax.experiments import arithmetic
+from nalu_jax.experiments.recurrent import sequence_target, trainer_for
+
+
+def random_baseline(config, chunk: int = 250) -> dict:
+    """Each seed's untrained network on the run's evaluation sets: ``{"seed" [S],
+    "valid_mse" [S], "test_mse" [S]}`` (float64; the sets as the run's ``eval_data``)."""
+    task = arithmetic.build_task(config)
+    trainer = trainer_for(config, task)
+    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
+    states = jax.vmap(trainer.init)(train.seed_keys(config.seed, seeds))
+    graphdef = trainer.graphdef
+
+    @jax.jit
+    def sq_err(params, offset, xs):  # [S] params, offsets; xs [B, T, n] → [S] summed error²
+        def one(p, off):
+            y = nnx.merge(graphdef, p)(xs)[:, 0]
+            t = sequence_target(task.op, xs, task_lib.subset_masks(task, off))
+            return jnp.sum((y - t) ** 2)
+
+        return jax.vmap(one)(params, offset)
+
+    out = {"seed": seeds}
+    for name in ("valid", "test"):
+        xs = trainer.eval_data[name]
+        size = xs.shape[0]
+        total = sum(
+            np.asarray(sq_err(states.params, states.aux.offset, xs[i : i + chunk]), np.float64)
+            for i in range(0, size, chunk)
+        )
+        out[f"{name}_mse"] = total / size
+    return out
+
+
+def scaled_errors(trained_mse, random_mse) -> np.ndarray:
+    """``100 · trained / random`` per seed (NaN where either is not finite)."""
+    trained = np.asarray(trained_mse, np.float64)
+    random = np.asarray(random_mse, np.float64)
+    ok = np.isfinite(trained) & np.isfinite(random) & (random > 0)
+    return np.where(ok, 100.0 * trained / np.where(ok, random, 1.0), np.nan)

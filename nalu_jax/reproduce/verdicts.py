@@ -1,0 +1,288 @@
+"""The rubric's verdicts for the rendered document: per-seed tests of a table's cells, the
+whole table's verdict, and the published experiments not covered yet.
+
+A mixin of :class:`nalu_jax.reproduce.render.Renderer` (it uses the renderer's ``_rows``,
+``_dir`` and ``root``); every function here is a template function (``{{ … }}``).
+
+A static-arithmetic cell is judged by the per-seed tests of :mod:`~nalu_jax.reproduce.seedtests`
+where the authors' seeds of the same config are published, else by interval overlap
+(``Renderer.cell_verdict``); both are shown. The whole table is "reproduced" when every cell is,
+"not reproduced" when no cell is, and "partly" otherwise, naming the cells that are not.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from nalu_jax.reproduce import results as results_lib
+from nalu_jax.reproduce import seedtests
+
+#: the published experiments: (glance label, claim, the results cells that would hold them)
+NOT_COVERED = (
+    ("Program evaluation (NALU §4.4)", "an LSTM with a NALU evaluates simple programs beyond the "
+     "training range",
+     ("nalu-program-evaluation",)),
+    ("MNIST parity (NALU §4.6)", "the parity task and its ablation of the NAC's constraints",
+     ("mnist-parity",)),
+    ("Recurrent ÷, a², √a (NALU §4.1, Table 1)", "NALU cells extrapolate ÷, a², √a over time",
+     ("recurrent/div", "recurrent/squared", "recurrent/root")),
+    ("Static arithmetic (NALU §4.1, Table 1, static rows)",
+     "NAC and NALU extrapolate +, −, ×, ÷, a², √a; the scaled errors of Table 1",
+     ("nalu-static",)),
+)  # fmt: skip
+
+
+class Missing(Exception):
+    """A placeholder names a cell that ``results/`` does not hold."""
+
+
+def _p(v) -> str:
+    if v is None or not math.isfinite(v):
+        return "—"
+    return f"{v:.2g}" if v >= 0.001 else "< 0.001"
+
+
+class VerdictFunctions:
+    """Template functions for verdicts (mixed into the renderer)."""
+
+    def _tests(self, table, r):
+        """The per-seed tests of row ``r`` against the authors' seeds, or None (unpublished)."""
+        if r["status"] != "done":
+            return None
+        pub = seedtests.published_seeds().get((r["op"], r["model"]))
+        if pub is None:
+            return None
+        path = results_lib.resolve(os.path.join(self.root, table, f"{r['op']}-{r['model']}"))
+        if not os.path.exists(os.path.join(path, "seeds.csv")):
+            return None
+        rows = results_lib.read_csv(os.path.join(path, "seeds.csv"))
+        return seedtests.compare(results_lib.judgement_from_rows(rows), pub)
+
+    def final_verdict(self, table, spec, r) -> str:
+        """By the tests where the authors' seeds are published, else by interval overlap."""
+        c = self._tests(table, r)
+        if c is None:
+            return self.cell_verdict(spec, r)
+        return seedtests.verdict(c, int(r["num_steps"]) / spec.num_steps)
+
+    def arith_tests(self, table, ops=None, models=None, only=None) -> str:
+        """Per cell: the tests against the authors' seeds, their power, and the verdict."""
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        spec, rows = self._rows(table, ops, models, only)
+        head = ["op", "model", "solved: ours / authors'", "Fisher p (success)",
+                "detectable success difference (80% power)", "solved-at MWU p",
+                "sparsity error MWU p", "verdict by the tests", "verdict by interval overlap"]  # fmt: skip
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        found = False
+        for r in rows:
+            if r["status"] != "done":
+                continue
+            found = True
+            op = OP_LABELS.get(r["op"], r["op"])
+            c = self._tests(table, r)
+            overlap = self.cell_verdict(spec, r)
+            if c is None:
+                lines.append(f"| {op} | {r['paper_name']} | the authors' seeds are not "
+                             f"published | — | — | — | — | — | {overlap} |")  # fmt: skip
+                continue
+
+            def mwu(name, c=c):
+                if not c[f"{name}_testable"] and math.isfinite(c[f"{name}_p"]):
+                    a, b = c[f"{name}_n"]
+                    return f"{_p(c[f'{name}_p'])} (cannot reach 5% at {a} and {b})"
+                return _p(c[f"{name}_p"])
+
+            d = c["success_detectable"]
+            lines.append("| " + " | ".join([
+                op, r["paper_name"],
+                f"{c['solved_ours']}/{c['n_ours']} / {c['solved_theirs']}/{c['n_theirs']}",
+                _p(c["success_p"]), "—" if not math.isfinite(d) else f"≥ {100 * d:.0f} points",
+                mwu("solved_at"), mwu("sparsity_error"),
+                self.final_verdict(table, spec, r), overlap,
+            ]) + " |")  # fmt: skip
+        if not found:
+            raise Missing(table)
+        return "\n".join(lines)
+
+    def table_verdict(self, table, ops=None, models=None, only=None) -> str:
+        """The whole table by the rubric: every cell reproduced → reproduced; none → not
+        reproduced; else partly, naming the cells that are not (and "not settled" for a table
+        with a cell not yet committed)."""
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        spec, rows = self._rows(table, ops, models, only)
+        rows = [r for r in rows if r["status"] in ("done", "missing")]
+        words = {}
+        for r in rows:
+            v = "no committed data" if r["status"] == "missing" else None
+            words[f"{OP_LABELS.get(r['op'], r['op'])} {r['paper_name']}"] = v or (
+                self.final_verdict(table, spec, r)
+            )
+        if all(v == "no committed data" for v in words.values()):
+            raise Missing(table)
+        good = [k for k, v in words.items() if v.startswith("reproduced")]
+        rest = {k: v.split(" (")[0] for k, v in words.items() if k not in good}
+        reduced = any("of the budget" in words[k] for k in good)
+        if not rest:
+            at = "; some at a fraction of the budget, as each cell says" if reduced else ""
+            return f"**reproduced** (all {len(good)} cells{at})"
+        unsettled = ("not settled", "no committed data")
+        if all(v.startswith(unsettled) for v in rest.values()):
+            word = "not settled"  # nothing contradicts the paper; some cells cannot tell yet
+        else:
+            word = "not reproduced" if not good else "partly"
+        named = "; ".join(f"{k}: {v}" for k, v in rest.items())
+        return f"**{word}**: {len(good)} of {len(words)} cells reproduced; {named}"
+
+    def not_covered_rows(self) -> str:
+        """One glance row per published experiment not covered yet: "not implemented" until
+        one of its results cells is committed."""
+        lines = []
+        for label, claim, cells in NOT_COVERED:
+            have = [c for c in cells if os.path.isdir(os.path.join(self.root, c))]
+            status = (
+                "not implemented"
+                if not have
+                else f"results committed (`results/{have[0]}`); not judged in this table"
+            )
+            lines.append(f"| {label} | {claim} | — | — | {status} |")
+        return "\n".join(lines)
+
+
+class ScaledErrorFunctions:
+    """The NALU paper's scaled error of a recurrent cell (mixed into the renderer)."""
+
+    def scaled_error(self, cell, which="extrapolation") -> str:
+        """Median [min, max] over seeds of ``100 · MSE / MSE of the seed's untrained network``
+        (``CELL/random_baseline.csv``, ``launch/random_baseline.py``): 0 exact, 100 random."""
+        import numpy as np
+
+        from nalu_jax.experiments.recurrent_baseline import scaled_errors
+
+        path = self._dir(cell)
+        base_path = os.path.join(path, "random_baseline.csv")
+        if not os.path.exists(base_path):
+            raise Missing(f"{cell}/random_baseline.csv")
+        seeds = {int(r["seed"]): r for r in results_lib.read_csv(os.path.join(path, "seeds.csv"))}
+        base = results_lib.read_csv(base_path)
+        key, col = (("extrapolation_mse", "test_mse") if which == "extrapolation"
+                    else ("interpolation_mse", "valid_mse"))  # fmt: skip
+        trained = [float(seeds[int(b["seed"])][key] or "nan") for b in base]  # "": diverged
+        s = scaled_errors(trained, [float(b[col]) for b in base])
+        s = s[np.isfinite(s)]
+        if not len(s):
+            return "—"
+
+        def f(v):
+            return f"{v:.2g}" if v < 1e4 else f"{v:.1e}"
+
+        return f"{f(float(np.median(s)))} [{f(float(s.min()))}, {f(float(s.max()))}]"
+
+
+#: the identity task's networks that are not MLPs with a non-linear activation
+IDENTITY_LINEAR = ("linear", "nac_add", "nau")
+#: an MLP "fails outside the range" when its MAE there is at least this many times the linear
+#: network's (the paper's own contrast, Fig. 1)
+IDENTITY_FACTOR = 10
+
+
+class IdentityFunctions:
+    """The identity-failure verdict by its stated rule (mixed into the renderer)."""
+
+    def _identity(self, cell):
+        acts = self.summary(cell)["activations"]
+        ref = acts["linear"]["mae_outside"]["mean"]
+        nonlinear = [a for a in acts if a not in IDENTITY_LINEAR]
+        fail = [a for a in nonlinear if acts[a]["mae_outside"]["mean"] >= IDENTITY_FACTOR * ref]
+        hold = [a for a in nonlinear if a not in fail]
+        lin_ok = [
+            a
+            for a in IDENTITY_LINEAR
+            if a in acts and acts[a]["mae_outside"]["mean"] < IDENTITY_FACTOR * ref
+        ]
+        return acts, ref, nonlinear, fail, hold, lin_ok
+
+    def identity_models(self, cell) -> str:
+        """ "11 activations (10 non-linear and the linear network), NAC₊, NAU"."""
+        acts, _, nonlinear, *_ = self._identity(cell)
+        extra = [{"nac_add": "NAC₊", "nau": "NAU"}[a] for a in ("nac_add", "nau") if a in acts]
+        return (
+            f"{len(nonlinear) + 1} activations ({len(nonlinear)} non-linear and the linear "
+            f"network), {', '.join(extra)}"
+        )
+
+    def identity_verdict(self, cell) -> str:
+        """Reproduced when every non-linear MLP's MAE outside the range is ≥ 10× the linear
+        network's and the linear network, NAC₊ and NAU stay below it; else partly, naming the
+        exceptions (not settled: the paper gives no budget, so "not reproduced" is never said)."""
+        acts, ref, nonlinear, fail, hold, lin_ok = self._identity(cell)
+        lin_bad = [a for a in IDENTITY_LINEAR if a in acts and a not in lin_ok]
+        head = (
+            f"{len(fail)} of {len(nonlinear)} non-linear activations err outside the range by "
+            f"≥ {IDENTITY_FACTOR}× the linear network's MAE there ({_f3(ref)})"
+        )
+        if not hold and not lin_bad:
+            return f"**Reproduced.** {head}; the linear network, NAC₊ and NAU stay below it."
+        exceptions = [
+            f"{a} ({_f3(acts[a]['mae_outside']['mean'])}, "
+            f"{acts[a]['mae_outside']['mean'] / ref:.1f}×)"
+            for a in hold
+        ]
+        parts = [f"within {IDENTITY_FACTOR}×: {', '.join(exceptions)}"] if hold else []
+        parts += [f"not below it: {', '.join(lin_bad)}"] if lin_bad else []
+        return (
+            f"**Partly.** {head}; {'; '.join(parts)}. The paper gives no budget, so the "
+            "exceptions are not settled rather than not reproduced."
+        )
+
+
+def _f3(v) -> str:
+    return f"{v:.2g}"
+
+
+class CrossCommitFunctions:
+    """A merged cell's cross-commit check, recorded beside its batches (mixed into the
+    renderer): ``CELL/cross_commit.json`` = ``{"checks": [{"commits", "seeds", "steps",
+    "compared", "identical", "date", "command"}]}``."""
+
+    def cross_commit(self, cell) -> str:
+        """ "3693ec5 and 5b96e1d: identical (seeds 0–3 × 1,010,000 steps; seeds.csv, …)"."""
+        path = os.path.join(self._dir(cell), "cross_commit.json")
+        if not os.path.exists(path):
+            raise Missing(f"{cell}/cross_commit.json")
+        parts = []
+        for c in results_lib.read_json(path)["checks"]:
+            word = "identical" if c["identical"] else "DIFFERENT"
+            parts.append(
+                f"{' and '.join(k[:7] for k in c['commits'])}: {word} (seeds 0–{c['seeds'] - 1}"
+                f" × {c['steps']:,} steps; {', '.join(c['compared'])}; {c['date'][:10]})"
+            )
+        return "; ".join(parts)
+
+
+class BudgetFunctions:
+    """The rubric's "not settled" for experiments judged in prose (mixed into the renderer):
+    the word is computed from the paper's budget and the committed contrast cells."""
+
+    def settled(self, text, *cells, budget=None, contrast=(), label="", verdict="") -> str:
+        """``text`` under the rubric's word: "not settled" when a ``contrast`` cell is not
+        committed, when the paper gives no ``budget`` (None), or when the cells ran fewer steps
+        than it; else ``verdict`` (the caller's reading of the figures: "reproduced",
+        "partly", "not reproduced")."""
+        for c in cells:
+            self._dir(c)
+        missing = [c for c in contrast if not os.path.isdir(os.path.join(self.root, c))]
+        if missing:
+            reason = "not committed: " + ", ".join(f"`results/{c}`" for c in missing)
+        elif budget is None:
+            reason = "the paper gives no budget"
+        else:
+            steps = min(int(self.summary(c)["num_steps"]) for c in cells)
+            reason = f"{steps / budget:.0%} of the paper's budget" if steps < budget else ""
+        if reason:
+            return f"**{label}not settled** ({reason}). {text}".strip()
+        if not verdict:
+            raise ValueError("settled(): a verdict is needed where the budget is met")
+        return f"**{label}{verdict}.** {text}".strip()

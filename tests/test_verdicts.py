@@ -1,0 +1,79 @@
+"""The rubric's computed verdicts (``nalu_jax.reproduce.verdicts``): "not settled" from the
+budget and the contrast cells, the identity rule, a whole table's verdict, the scaled error and
+a cross-commit check as rendered."""
+
+import json
+
+import pytest
+
+from nalu_jax.reproduce import render
+
+
+def _cell(root, path, summary, files=None):
+    d = root / path
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "provenance.json").write_text(json.dumps({"batches": []}))
+    for name, text in (files or {}).items():
+        (d / name).write_text(text)
+    return d
+
+
+def test_settled_names_what_is_missing(tmp_path):
+    _cell(tmp_path, "g/a", {"num_steps": 4000})
+    r = render.Renderer(str(tmp_path))
+    assert r.settled("x.", "g/a") == "**not settled** (the paper gives no budget). x."
+    assert r.settled("x.", "g/a", contrast=["g/b"]) == (
+        "**not settled** (not committed: `results/g/b`). x."
+    )
+    assert r.settled("x.", "g/a", budget=100_000) == (
+        "**not settled** (4% of the paper's budget). x."
+    )
+    assert r.settled("x.", "g/a", budget=4000, verdict="Reproduced") == "**Reproduced.** x."
+    with pytest.raises(render.Missing):
+        r.settled("x.", "g/missing")
+
+
+def _identity(prelu_outside):
+    act = lambda inside, outside: {"mae_inside": {"mean": inside, "interval": [0, 1]},  # noqa: E731
+                                   "mae_outside": {"mean": outside, "interval": [0, 1]},
+                                   "diverged": 0}  # fmt: skip
+    return {"activations": {"tanh": act(0.003, 6.5), "prelu": act(0.001, prelu_outside),
+                            "linear": act(0.001, 0.003), "nac_add": act(1e-5, 7e-5),
+                            "nau": act(5e-4, 0.0025)}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "prelu, word, named",
+    [(0.1, "**Reproduced.** 2 of 2", None), (0.027, "**Partly.** 1 of 2", "prelu (0.027, 9.0×)")],
+)
+def test_identity_rule_is_ten_times_the_linear_network(tmp_path, prelu, word, named):
+    _cell(tmp_path, "identity/default", _identity(prelu))
+    r = render.Renderer(str(tmp_path))
+    v = r.identity_verdict("identity/default")
+    assert v.startswith(word)
+    assert (named in v) if named else ("within" not in v)
+    assert r.identity_models("identity/default") == (
+        "3 activations (2 non-linear and the linear network), NAC₊, NAU"
+    )
+
+
+def test_scaled_error_is_each_seed_against_its_random_network(tmp_path):
+    seeds = "seed,extrapolation_mse,interpolation_mse\n0,1.0,0.5\n1,4.0,0.5\n2,,0.5\n"
+    base = "seed,valid_mse,test_mse\n0,1.0,100.0\n1,1.0,10.0\n2,1.0,50.0\n"
+    _cell(tmp_path, "rec/nau", {}, {"seeds.csv": seeds, "random_baseline.csv": base})
+    r = render.Renderer(str(tmp_path))
+    # 100·1/100 = 1, 100·4/10 = 40; seed 2 diverged (no MSE): median 20.5 of the two
+    assert r.scaled_error("rec/nau") == "20 [1, 40]"
+    assert r.scaled_error("rec/nau", "interpolation") == "50 [50, 50]"
+
+
+def test_cross_commit_check_is_rendered_from_the_cell(tmp_path):
+    check = {"checks": [{"commits": ["3693ec5aaa", "5b96e1dbbb"], "seeds": 4,
+                         "steps": 1_010_000, "compared": ["seeds.csv", "metrics.jsonl"],
+                         "identical": True, "date": "2026-11-25T15:00:00Z"}]}  # fmt: skip
+    _cell(tmp_path, "t/mul-nmu", {}, {"cross_commit.json": json.dumps(check)})
+    assert render.Renderer(str(tmp_path)).cross_commit("t/mul-nmu") == (
+        "3693ec5 and 5b96e1d: identical (seeds 0–3 × 1,010,000 steps; seeds.csv, "
+        "metrics.jsonl; 2026-11-25)"
+    )
