@@ -13,6 +13,11 @@ finished cell of the workdir (a later invocation with other cells adds to them).
 training it prints the estimated wall time from a short calibration run per model.
 ``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
 only rewrites the table (e.g. after ``launch/slurm.py`` jobs).
+
+``--config.FIELD=VALUE`` overrides a field of every cell's config, as for ``nalu_jax.main``
+(e.g. ``--config.seed_block=100``, one block of 100 seeds; each is checked before anything
+runs). A committed cell run with another value is another protocol: it is kept, and the cell
+runs in the workdir only.
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ def main(argv) -> None:
     from nalu_jax import reproduce
     from nalu_jax.reproduce.cells import SMOKE
 
+    if _REPORT_ONLY.value and cli.CONFIG_ITEMS:
+        fail("--config.FIELD overrides apply to runs; --report_only runs nothing.")
     try:
         if _REPORT_ONLY.value:
             spec = reproduce.specs.with_extra(reproduce.table(_TABLE.value), _EXTRA.value)
@@ -93,6 +100,7 @@ def main(argv) -> None:
                 overwrite=_OVERWRITE.value,
                 results=_results_root(),
                 extra_models=_EXTRA.value,
+                config_items=cli.CONFIG_ITEMS,
             )
     except ConfigError as e:
         fail(str(e))
@@ -102,4 +110,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    cli.run(main, config_items=True)

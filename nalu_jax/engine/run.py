@@ -25,6 +25,7 @@ import numpy as np
 
 from nalu_jax.config import ConfigError, apply_precision
 from nalu_jax.engine import sweep
+from nalu_jax.engine.blocks import resolve_seed_block
 from nalu_jax.engine.loop import (  # noqa: F401  (re-exported: the loop's public names)
     Interrupted,
     PerRun,
@@ -194,6 +195,7 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     run (process 0 writes the results).
     """
     experiment.validate(config)
+    resolve_seed_block(config)  # "auto": the platform's block, recorded in config.json
     apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
     settings = sweep.expand(config, experiment.sweepable)
     programs = experiment.programs(config)
