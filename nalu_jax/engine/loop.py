@@ -288,9 +288,9 @@ YNN_FUSIONS_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 def cpu_option_known(name: str, value: str = "") -> bool:
     """Whether this jaxlib's XLA:CPU accepts compile option ``name`` (a tiny compile)."""
     try:
-        jax.jit(lambda x: x + 1).lower(np.zeros(2, np.float32)).compile(
-            compiler_options={name: value}
-        )
+        # an argument on a CPU device compiles for XLA:CPU even where the default is a GPU
+        x = jax.device_put(np.zeros(2, np.float32), jax.devices("cpu")[0])
+        jax.jit(lambda x: x + 1).lower(x).compile(compiler_options={name: value})
     except Exception as e:  # jaxlib's error type moved between versions
         if "No such compile option" in str(e):
             return False
