@@ -31,6 +31,26 @@ def pytest_runtest_setup(item):
         pytest.skip(f"a property of XLA:CPU, not of {jax_platform()}: {mark.args[0]}")
 
 
+def assert_same_bits_on_cpu(a, b, *, rtol=1e-5, atol=1e-7) -> None:
+    """Every leaf of two trees (arrays, states) equal: bit for bit on XLA:CPU, the platform
+    whose bits these comparisons pin (two programs computing the same values there round
+    alike); elsewhere within ``rtol``/``atol``, since a GPU fuses and orders each program its
+    own way (last bits apart, 1 ulp in the cases an H100 showed)."""
+    import jax
+    import numpy as np
+
+    leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(leaves_a) == len(leaves_b)
+    exact = jax_platform() == "cpu"
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype
+        if exact or not np.issubdtype(x.dtype, np.floating):
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
+
+
 def subprocess_env(**extra) -> dict:
     """This process's environment for a subprocess run from the checkout: ``PYTHONPATH``
     extended by the checkout, never replaced (dependencies installed with ``pip --target``
