@@ -139,9 +139,10 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
 
     Seeds run in blocks of ``config.seed_block`` (padded), so results are bitwise independent
     of how many seeds run together (on XLA:CPU; a GPU may differ in last bits even between two
-    runs of one program); changing the block may change the last bits of every result. It is ``"auto"``: on XLA:CPU ``cpu_seed_block`` (``seed_block`` here: fixed per
-    config, never derived from ``num_seeds``), on an accelerator all of a device's runs in one
-    block (``nalu_jax.engine.blocks``). An integer ``seed_block`` applies on every platform.
+    runs of one program); changing the block may change the last bits of every result. It is
+    ``"auto"``: on XLA:CPU ``cpu_seed_block`` (``seed_block`` here: fixed per config, never
+    derived from ``num_seeds``), on an accelerator all of a device's runs in one block
+    (``nalu_jax.engine.blocks``). An integer ``seed_block`` applies on every platform.
     """
     c = ml_collections.ConfigDict()
     c.experiment = experiment  # see nalu_jax.experiments.EXPERIMENTS

@@ -43,7 +43,10 @@ def main_cmd(workdir, args=LONG):
 
 
 def env(devices: int):
+    # XLA:CPU host devices on any machine: resumed runs are compared bit for bit, which holds
+    # on XLA:CPU (a GPU may differ in last bits between two runs of one program)
     return subprocess_env(
+        JAX_PLATFORMS="cpu",
         XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
         NALU_JAX_CACHE=os.path.join(ROOT, ".pytest_cache", "thresholds"),
     )
@@ -443,5 +446,6 @@ def test_subprocesses_extend_pythonpath_never_replace_it(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/deps/a", "/deps/b"]))
     assert env(2)["PYTHONPATH"].split(os.pathsep) == [ROOT, "/deps/a", "/deps/b"]
     assert env(2)["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2"
+    assert env(2)["JAX_PLATFORMS"] == "cpu"
     monkeypatch.delenv("PYTHONPATH")
     assert env(1)["PYTHONPATH"] == ROOT

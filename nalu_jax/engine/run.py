@@ -111,8 +111,9 @@ def _sizes(pop: Population, runs: int, config, devices):
     state = jax.eval_shape(trainer.init, jax.random.key(0))
     metrics = jax.eval_shape(trainer.evaluate, state, pop.hparams[0], trainer.eval_data)[1]
     per_eval = _nbytes(metrics_dict(metrics)) + 4  # + the training loss
-    block = seed_block_for(config.seed_block, config.get("cpu_seed_block"),
-                           platform=devices[0].platform, runs=runs, devices=len(devices))  # fmt: skip
+    platform = devices[0].platform
+    block = seed_block_for(config.seed_block, config.get("cpu_seed_block"), platform=platform,
+                           runs=runs, devices=len(devices))  # fmt: skip
     padded = padded_size(runs, block * len(devices))
     shared = _nbytes(trainer.train_data) + _nbytes(trainer.eval_data)
     return _nbytes(state), runs * num_evaluations(config) * per_eval, shared, padded
