@@ -86,6 +86,15 @@ def kernel_breakdown(fn, args, steps: int, seeds: int, top: int) -> dict:
     }
 
 
+def engine_block(config, seeds: int) -> int:
+    """The seed block the engine would run ``seeds`` seeds of ``config`` with here
+    (``config.seed_block``; "auto" resolved for this platform by ``engine.blocks``)."""
+    from nalu_jax.engine.blocks import resolve_seed_block
+
+    config.num_seeds = seeds
+    return int(resolve_seed_block(config).seed_block)
+
+
 def seeds_off_block(model: str, seeds: int, block: int) -> str:
     """The sentence for a seed count that is not a multiple of the seed block ("" if it is):
     the profile vmaps ``block`` seeds at a time."""
@@ -112,7 +121,7 @@ def profile(model: str, seeds: int, steps: int, repeat: int, settings=(), kernel
     from nalu_jax.units import training_needs
 
     config = benchmark_config(model, settings, task)
-    block = int(config.seed_block)
+    block = engine_block(config, seeds)
     if message := seeds_off_block(model, seeds, block):
         raise ValueError(message)
 
@@ -213,7 +222,7 @@ def main() -> None:
     every = SINGLE_MODULE_UNITS if args.task == "single_module" else list(MODELS)
     models = list(every) if args.models == "all" else args.models.split(",")
     for m in models:  # before any compile: a bad --seeds is one sentence, exit status 2
-        block = int(benchmark_config(m, args.set, args.task).seed_block)
+        block = engine_block(benchmark_config(m, args.set, args.task), args.seeds)
         if message := seeds_off_block(m, args.seeds, block):
             parser.error(message)
     rows = []

@@ -37,6 +37,7 @@ from flax import nnx
 
 from nalu_jax.config import load_config
 from nalu_jax.engine import loop
+from nalu_jax.engine.blocks import resolve_seed_block
 from nalu_jax.models import conv
 from nalu_jax.models import sequence as sm
 
@@ -220,7 +221,13 @@ def main() -> None:
                 config.eval_every = args.steps
                 base_batch = int(config.train.batch_size)
                 config.train.batch_size = base_batch * scale
-                blocks = args.blocks.split(",") if args.blocks else [config.seed_block]
+                probe = config.copy_and_resolve_references()  # "auto": the engine's block
+                probe.num_seeds = seeds
+                blocks = (
+                    args.blocks.split(",")
+                    if args.blocks
+                    else [resolve_seed_block(probe).seed_block]
+                )
                 for block in dict.fromkeys(min(int(b), seeds) for b in blocks):
                     t0 = time.perf_counter()
                     run, state = make_run(experiment, config, seeds, block)

@@ -61,7 +61,7 @@ def get_config(arg=None):
 
     if v["smoke"]:
         c.num_seeds = 2
-        c.seed_block = 2
+        c.cpu_seed_block = 2
         c.num_steps = 40
         c.eval_every = 20
         c.checkpoint_every = 20

@@ -72,7 +72,7 @@ def get_config(arg=None):
 
     if v["smoke"]:
         c.num_seeds = 2
-        c.seed_block = 2
+        c.cpu_seed_block = 2
         c.num_steps = 200
         c.eval_every = 100
         c.checkpoint_every = 100

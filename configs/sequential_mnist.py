@@ -75,8 +75,8 @@ def get_config(arg=None):
         if v["data"] == "mnist_idx":  # a multiple of 10, so that ten evaluations divide it
             steps = steps // HOUR_MNIST_IDX_DIVISOR // 10 * 10
     steps = v["steps"] or steps
-    # seed_block 1: the CNN step is memory-bound, and one seed at a time keeps its working set in
-    # cache (10 seeds: 1.7–2× the rate of a vmap over 10; benchmarks/sequence_throughput.py).
+    # cpu_seed_block 1: the CNN step is memory-bound, and one seed at a time keeps its working set
+    # in cache (10 seeds: 1.7–2× the rate of a vmap over 10; benchmarks/sequence_throughput.py).
     c = run_config("sequential_mnist", num_seeds=v["seeds"], num_steps=steps, seed_block=1)
     paper = v["protocol"] == "paper"
     c.eval_every = 1_000 if paper else _eval_every(steps)
@@ -120,7 +120,7 @@ def get_config(arg=None):
 
     if v["smoke"]:
         c.num_seeds = 2
-        c.seed_block = 2
+        c.cpu_seed_block = 2
         c.num_steps = 100
         c.eval_every = 50
         c.checkpoint_every = 50

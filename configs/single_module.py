@@ -37,7 +37,7 @@ def get_config(arg=None):
     c.num_seeds = v["seeds"]
     # 25 seeds on 2 cores: one block of 13 per core (26 runs), not two blocks of 10 (40 runs);
     # the arithmetic units' per-seed bits are the same at either width (tools/check_identity.py).
-    c.seed_block = 13
+    c.cpu_seed_block = 13
     c.num_steps = v["steps"]
     # XLA's own CPU kernels rather than YNNPACK's for this task's tiny reductions: 1.1-2.8x the
     # seed-steps/s of every unit (WORKSPACE "Performance: the single-module step"); the same

@@ -22,6 +22,11 @@ Committed results: a run at the table's own protocol (its iterations and evaluat
 seeds than the paper's are fine) commits its finished cells to the checkout's ``results/`` by
 default; a smaller one (``--steps`` below the table's, ``--smoke``) commits nothing unless
 ``--results=DIR`` asks for it. Either way the run says where its cells went.
+
+``--config.FIELD=VALUE`` overrides a field of every cell's config, as for ``nalu_jax.main``
+(e.g. ``--config.seed_block=100``, one block of 100 seeds; each is checked before anything
+runs). A committed cell run with another value is another protocol: it is kept, and the cell
+runs in the workdir only.
 """
 
 from __future__ import annotations
@@ -95,6 +100,8 @@ def main(argv) -> None:
     from nalu_jax import reproduce
     from nalu_jax.reproduce.cells import SMOKE
 
+    if _REPORT_ONLY.value and cli.CONFIG_ITEMS:
+        fail("--config.FIELD overrides apply to runs; --report_only runs nothing.")
     try:
         results, where = _results_root()
         if _REPORT_ONLY.value:
@@ -114,6 +121,7 @@ def main(argv) -> None:
                 overwrite=_OVERWRITE.value,
                 results=results,
                 extra_models=_EXTRA.value,
+                config_items=cli.CONFIG_ITEMS,
             )
     except ConfigError as e:
         fail(str(e))
@@ -125,4 +133,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    cli.run(main, config_items=True)

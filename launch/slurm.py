@@ -7,6 +7,14 @@
     python -m launch.slurm --table=iclr2020-arithmetic --mode=distributed --nodes=4 ...
     # this machine, without SLURM (submitit's local executor; 2 tasks):
     python -m launch.slurm --cluster=local --table=... --ops=mul --models=nmu,nau --seeds=4 ...
+    # GPU nodes: each task asks SLURM for 4 GPUs of its node (--gpus-per-node):
+    python -m launch.slurm --table=iclr2020-arithmetic --workdir=/shared/iclr --gpus_per_node=4
+
+GPUs: SLURM gives a task only the GPUs it asks for (``--gpus_per_node``, or ``--slurm_gres``
+such as ``gpu:a100:4`` where a cluster wants a typed request). submitit's local executor sets
+``CUDA_VISIBLE_DEVICES`` to the GPUs it is given (empty when none, which hides every GPU), so
+``--cluster=local`` gives its tasks every GPU this host shows (``CUDA_VISIBLE_DEVICES`` if set,
+else ``/dev/nvidiaN``), or the first ``--gpus_per_node`` of them.
 
 Modes: ``array`` submits one array task per ``--cells_per_task`` cells (``map_array``; at
 most ``--parallelism`` at once); ``distributed`` submits one job of ``--nodes`` ×
@@ -45,29 +53,76 @@ _CLUSTER = flags.DEFINE_enum(
 _PARTITION = flags.DEFINE_string("slurm_partition", None, "SLURM partition.")
 _TIMEOUT = flags.DEFINE_integer("timeout_min", 24 * 60, "Time limit per task in minutes.")
 _CPUS = flags.DEFINE_integer("cpus_per_task", None, "CPUs per task (one JAX device each).")
+_GPUS = flags.DEFINE_integer(
+    "gpus_per_node", None, "GPUs per node (SLURM --gpus-per-node; local: default all visible)."
+)
+_GRES = flags.DEFINE_string("slurm_gres", None, "SLURM --gres, e.g. gpu:a100:4 (instead of GPUs).")
 _MEM = flags.DEFINE_float("mem_gb", None, "Memory per node in GB.")
 _LOGS = flags.DEFINE_string("logs", None, "submitit folder (default: WORKDIR/slurm/%j).")
 _SMOKE = flags.DEFINE_bool("smoke", False, "Small evaluation sets and thresholds (tests).")
 _WAIT = flags.DEFINE_bool("wait", True, "Wait for the jobs, then write the table.")
 
 
+def host_gpus(environ=None, dev: str = "/dev") -> tuple[int, ...]:
+    """The GPU indices this host shows a process: ``CUDA_VISIBLE_DEVICES`` when it is set to
+    indices, else the ``nvidiaN`` device files of ``dev`` (none on a host without NVIDIA GPUs)."""
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        parts = [p.strip() for p in visible.split(",") if p.strip()]
+        if all(p.isdigit() for p in parts):
+            return tuple(int(p) for p in parts)
+    try:
+        names = os.listdir(dev)
+    except OSError:
+        return ()
+    return tuple(sorted(int(n[6:]) for n in names if n.startswith("nvidia") and n[6:].isdigit()))
+
+
+def local_gpus(requested: int | None, visible: tuple[int, ...]) -> tuple[int, ...]:
+    """The GPUs the local executor hands its tasks: all ``visible`` ones, or the first
+    ``requested``; more than the host shows is a ``ConfigError``."""
+    if requested is None:
+        return visible
+    if requested > len(visible):
+        raise ConfigError(
+            f"gpus_per_node must be at most the {len(visible)} GPU(s) this host shows, "
+            f"got {requested}."
+        )
+    return visible[:requested]
+
+
 def executor():
     import submitit
 
-    ex = submitit.AutoExecutor(
-        folder=_LOGS.value or os.path.join(_WORKDIR.value, "slurm", "%j"), cluster=_CLUSTER.value
+    folder = _LOGS.value or os.path.join(_WORKDIR.value, "slurm", "%j")
+    split = (
+        {"slurm_array_parallelism": _PARALLELISM.value}
+        if _MODE.value == "array"
+        else {"nodes": _NODES.value, "tasks_per_node": _TASKS_PER_NODE.value}
     )
-    params = {"timeout_min": _TIMEOUT.value, "name": f"nalu-{_TABLE.value}"}
+    if _CLUSTER.value == "local":
+        # submitit's AutoExecutor cannot pass visible_gpus; without it, and without
+        # gpus_per_node, the local executor sets CUDA_VISIBLE_DEVICES="" and JAX runs on the CPU
+        gpus = local_gpus(_GPUS.value, host_gpus())
+        ex = submitit.LocalExecutor(folder=folder)
+        split.pop("slurm_array_parallelism", None)
+        ex.update_parameters(
+            timeout_min=_TIMEOUT.value, gpus_per_node=len(gpus), visible_gpus=gpus, **split
+        )
+        return ex
+    ex = submitit.AutoExecutor(folder=folder, cluster=_CLUSTER.value)
+    params = {"timeout_min": _TIMEOUT.value, "name": f"nalu-{_TABLE.value}", **split}
     if _CPUS.value:
         params["cpus_per_task"] = _CPUS.value
     if _MEM.value:
         params["mem_gb"] = _MEM.value
+    if _GPUS.value is not None:
+        params["gpus_per_node"] = _GPUS.value
+    if _GRES.value:
+        params["slurm_gres"] = _GRES.value
     if _PARTITION.value:
         params["slurm_partition"] = _PARTITION.value
-    if _MODE.value == "array":
-        params["slurm_array_parallelism"] = _PARALLELISM.value
-    else:
-        params.update(nodes=_NODES.value, tasks_per_node=_TASKS_PER_NODE.value)
     ex.update_parameters(**params)
     return ex
 
@@ -77,6 +132,8 @@ def main(argv) -> None:
         fail(f"unexpected positional arguments {argv[1:]}.")
     if not _TABLE.value or not _WORKDIR.value:
         fail("--table and --workdir are required.")
+    if _GPUS.value is not None and _GPUS.value < 0:
+        fail(f"--gpus_per_node must be a non-negative integer, got {_GPUS.value}.")
     logging.set_verbosity(logging.WARNING)
     # Tasks import nalu_jax from this checkout (SLURM and the local executor pass the env on).
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))

@@ -71,6 +71,7 @@ def model_configs(base, models) -> list:
     stack ``"nau-nmu-nau"``. A misspelled or unknown name (or a repeated one), or an
     experiment whose config has neither field, fails with one sentence, status 2, before the
     first model's run."""
+    from nalu_jax.engine.blocks import resolve_seed_block
     from nalu_jax.experiments import experiment_of
 
     if len(set(models)) != len(models):
@@ -95,16 +96,42 @@ def model_configs(base, models) -> list:
                 experiment.validate(config)
             except ConfigError as e:
                 raise ConfigError(f"--models {model!r}: {e}") from None
-            configs.append(config)
+            configs.append(resolve_seed_block(config))  # as the run records it
     return configs
 
 
-def run(main) -> None:
-    """``app.run(main)`` with config and flag errors turned into one sentence and status 2."""
+#: ``FIELD=VALUE`` of each ``--config.FIELD=VALUE`` argument of an entry point without a
+#: ``--config`` file flag (``run(main, config_items=True)``), in command-line order
+CONFIG_ITEMS: list[str] = []
+
+
+def run(main, *, config_items: bool = False) -> None:
+    """``app.run(main)`` with config and flag errors turned into one sentence and status 2.
+    ``config_items``: take ``--config.FIELD=VALUE`` arguments out of the command line into
+    ``CONFIG_ITEMS`` (a launcher that builds its configs applies them with
+    ``nalu_jax.config.apply_overrides``)."""
+    parser = _parse_flags
+    if config_items:
+        parser = lambda argv: _parse_flags(take_config_items(argv, CONFIG_ITEMS))
     try:
-        app.run(main, flags_parser=_parse_flags)
+        app.run(main, flags_parser=parser)
     except ConfigError as e:  # pragma: no cover - raised inside flag parsing
         fail(str(e))
+
+
+def take_config_items(argv, into: list) -> list:
+    """``argv`` without its ``--config.FIELD=VALUE`` arguments, whose ``FIELD=VALUE`` go to
+    ``into``; one without ``=VALUE`` is a one-sentence failure."""
+    rest = []
+    for arg in argv:
+        if not arg.startswith(("--config.", "-config.")):
+            rest.append(arg)
+            continue
+        field, sep, value = arg.lstrip("-")[len("config.") :].partition("=")
+        if not sep or not field:
+            fail(f"{arg} needs a field and =VALUE, e.g. --config.seed_block=100.")
+        into.append(f"{field}={value}")
+    return rest
 
 
 def _flag_error_sentence(message: str) -> str:

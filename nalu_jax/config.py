@@ -57,9 +57,26 @@ def choice(name: str, value, allowed) -> None:
         raise ConfigError(f"{name} must be one of {list(allowed)}, got {value!r}.")
 
 
+#: ``config.seed_block``'s default: the platform picks the block (``engine.blocks``)
+SEED_BLOCK_AUTO = "auto"
+
+
 def positive_int(name, value, minimum=1):
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+
+
+def check_seed_block(value) -> str | int:
+    """``value`` as ``"auto"`` or an integer >= 1 (digits as text count: a copied config's
+    field keeps the type of ``"auto"``, so an override of it arrives as text), else a
+    ``ConfigError``."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if value != SEED_BLOCK_AUTO and (
+        isinstance(value, bool) or not isinstance(value, int) or value < 1
+    ):
+        raise ConfigError(f"seed_block must be 'auto' or an integer >= 1, got {value!r}.")
+    return value
 
 
 def check_precision(config) -> int:
@@ -88,14 +105,16 @@ def validate_common(config, positive=()) -> None:
     block, batch, lr, precision), plus ``positive`` ``(name, value)`` pairs that must be
     integers >= 1; the first bad one raises a one-sentence ``ConfigError``."""
     check_precision(config)
+    check_seed_block(config.seed_block)
     for name, value in (
         ("num_seeds", config.num_seeds),
         ("eval_every", config.eval_every),
-        ("seed_block", config.seed_block),
         ("train.batch_size", config.train.batch_size),
         *positive,
     ):
         positive_int(name, value)
+    if config.get("cpu_seed_block") is not None:
+        positive_int("cpu_seed_block", config.cpu_seed_block)
     for name in ("seed", "first_seed", "num_steps"):
         positive_int(name, config[name], 0)
     if config.num_steps % config.eval_every:
@@ -124,9 +143,12 @@ def with_added_fields(config: dict) -> dict:
 def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: int):
     """A ConfigDict with the top-level run fields every experiment has.
 
-    ``seed_block``: seeds run in blocks of this many (padded), so results are bitwise
-    independent of how many seeds run together; it is fixed per config, never derived from
-    ``num_seeds``. Changing it may change the last bits of every result.
+    Seeds run in blocks of ``config.seed_block`` (padded), so results are bitwise independent
+    of how many seeds run together (on XLA:CPU; a GPU may differ in last bits even between two
+    runs of one program); changing the block may change the last bits of every result. It is
+    ``"auto"``: on XLA:CPU ``cpu_seed_block`` (``seed_block`` here: fixed per config, never
+    derived from ``num_seeds``), on an accelerator all of a device's runs in one block
+    (``nalu_jax.engine.blocks``). An integer ``seed_block`` applies on every platform.
     """
     c = ml_collections.ConfigDict()
     c.experiment = experiment  # see nalu_jax.experiments.EXPERIMENTS
@@ -134,7 +156,9 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.first_seed = 0
     c.num_seeds = num_seeds
     c.num_steps = num_steps
-    c.seed_block = seed_block
+    # "auto" or an int (an object field: overrides parse either); resolved before a run
+    c.seed_block = ml_collections.FieldReference(SEED_BLOCK_AUTO, field_type=object)
+    c.cpu_seed_block = seed_block  # what "auto" is on XLA:CPU (small kernels suit its caches)
     c.precision = 32  # 32, or 64: jax_enable_x64 (float64 model, loss, optimiser; see README)
     c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.reporting.events)
     # On CPU, XLA hands some fusions (dots, reductions) to the YNNPACK library. False compiles

@@ -1,4 +1,5 @@
-"""Shared fixtures: config loading and an isolated threshold cache for every test."""
+"""Shared fixtures: config loading, an isolated threshold cache for every test, the platform
+(``cpu_only``: a property of XLA:CPU alone) and the environment of subprocess tests."""
 
 import os
 
@@ -12,6 +13,50 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Units of one's own join the registry-driven battery (tests/test_registry.py) and the parity
 # listing: NALU_JAX_PLUGINS=mypkg.units python -m pytest tests (docs/own_unit.md).
 import_plugins(os.environ.get("NALU_JAX_PLUGINS", ""))
+
+
+def jax_platform() -> str:
+    """The platform this process's JAX computes on ("cpu", "gpu", "tpu"); starts JAX."""
+    import jax
+
+    return jax.default_backend()
+
+
+def pytest_runtest_setup(item):
+    # Last bits that two programs share, or that an XLA:CPU option changes, are properties of
+    # XLA:CPU: a GPU fuses and orders sums its own way. Such a test says so with
+    # @pytest.mark.cpu_only("why") and is skipped elsewhere, naming the reason.
+    mark = item.get_closest_marker("cpu_only")
+    if mark is not None and jax_platform() != "cpu":
+        pytest.skip(f"a property of XLA:CPU, not of {jax_platform()}: {mark.args[0]}")
+
+
+def assert_same_bits_on_cpu(a, b, *, rtol=1e-5, atol=1e-7) -> None:
+    """Every leaf of two trees (arrays, states) equal: bit for bit on XLA:CPU, the platform
+    whose bits these comparisons pin (two programs computing the same values there round
+    alike); elsewhere within ``rtol``/``atol``, since a GPU fuses and orders each program its
+    own way (last bits apart, 1 ulp in the cases an H100 showed)."""
+    import jax
+    import numpy as np
+
+    leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(leaves_a) == len(leaves_b)
+    exact = jax_platform() == "cpu"
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype
+        if exact or not np.issubdtype(x.dtype, np.floating):
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
+
+
+def subprocess_env(**extra) -> dict:
+    """This process's environment for a subprocess run from the checkout: ``PYTHONPATH``
+    extended by the checkout, never replaced (dependencies installed with ``pip --target``
+    live there), plus ``extra``."""
+    path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 def tiny(config, *, seeds=2, steps=1000, eval_every=500):

@@ -5,8 +5,9 @@ sNMU's one product).
 The single-module configs compile their programs without YNNPACK's fusions (faster for its tiny
 reductions). That changes the order of some sums, so the per-seed numbers differ in their last
 bits; what must not change is the distribution: the tests train the same seeds both ways and
-assert that the change took effect (other bits) and that the same seeds are solved with errors
-of the same size.
+assert that the change took effect (other bits, on XLA:CPU: the option is XLA:CPU's, and another
+platform fuses both programs its own way) and that the same seeds are solved with errors of the
+same size (on any platform).
 """
 
 import csv
@@ -16,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import load_config
+from conftest import jax_platform, load_config
 
 from nalu_jax.engine.loop import YNN_FUSIONS_OPTION, DevicePopulation, compiler_options
 from nalu_jax.experiments import train_and_evaluate
@@ -60,10 +61,11 @@ def _rows(workdir):
 
 
 def _same_distribution(with_, without):
-    """Two runs of the same seeds whose sums ran in another order: other bits, the same seeds
-    solved (≥ 92%), errors of the same size."""
+    """Two runs of the same seeds whose sums ran in another order: other bits (on XLA:CPU,
+    whose fusions the changes move), the same seeds solved (≥ 92%), errors of the same size."""
     mse = lambda rs: np.array([float(r["extrapolation_mse"]) for r in rs])
-    assert not np.array_equal(mse(with_), mse(without))  # the change took effect
+    if jax_platform() == "cpu":
+        assert not np.array_equal(mse(with_), mse(without))  # the change took effect
     solved = lambda rs: [r["solved"] == "1" for r in rs]
     agree = sum(a == b for a, b in zip(solved(with_), solved(without), strict=True))
     assert agree >= 23, (solved(with_), solved(without))
@@ -85,6 +87,7 @@ def _train(model, steps, workdir, **fields):
     return _rows(workdir)
 
 
+@pytest.mark.cpu_only("the YNNPACK fusion option is XLA:CPU's; elsewhere both runs are one program")
 @pytest.mark.parametrize(("model", "steps"), [("nmu", 50_000), ("nalu", 20_000)])
 def test_same_seeds_solved_with_and_without_ynn_fusions(model, steps, tmp_path):
     _same_distribution(

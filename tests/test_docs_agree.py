@@ -9,6 +9,7 @@ import pytest
 from conftest import ROOT
 
 from nalu_jax.config import load_config
+from nalu_jax.engine.blocks import resolve_seed_block
 
 DOCS = ("README.md", "WORKSPACE.md", os.path.join("results", "README.md"))
 #: the per-experiment seed blocks as the documents list them: (label, config, variant string)
@@ -42,7 +43,12 @@ def test_recurrent_default_protocol(doc):
 
 @pytest.mark.parametrize("doc", DOCS)
 def test_seed_blocks(doc):
-    blocks = {label: load_config(name, arg).seed_block for label, name, arg in SEED_BLOCKS}
+    configs = {label: load_config(name, arg) for label, name, arg in SEED_BLOCKS}
+    assert {c.seed_block for c in configs.values()} == {"auto"}
+    # what "auto" resolves to on the CPU (engine/blocks.py): the config's own block
+    blocks = {
+        label: resolve_seed_block(c, platform="cpu").seed_block for label, c in configs.items()
+    }
     listed = ", ".join(f"{label} {blocks[label]}" for label, _, _ in SEED_BLOCKS)
     assert (
         f'`seed_block` defaults to "auto": on CPU it resolves to the per-experiment values ({listed})'

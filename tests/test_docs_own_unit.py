@@ -38,6 +38,8 @@ def _run(command: str, unit_dir, runs_dir) -> subprocess.CompletedProcess:
     while "=" in words[0] and not words[0].startswith("-"):  # VAR=value prefixes
         name, value = words.pop(0).split("=", 1)
         env[name] = str(unit_dir) if value == "docs/examples" else value
+        if name == "PYTHONPATH":  # the doc's folder goes first; an install's paths stay
+            env[name] = os.pathsep.join(filter(None, [env[name], os.environ.get(name)]))
     assert words[0] == "python"
     args = [w.replace("--workdir=runs/", f"--workdir={runs_dir}/") for w in words[1:]]
     if args[:2] == ["-m", "launch.reproduce"]:

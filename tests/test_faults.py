@@ -14,7 +14,7 @@ import time
 import jax
 import numpy as np
 import pytest
-from conftest import load_config
+from conftest import load_config, subprocess_env
 
 from nalu_jax.config import ConfigError
 from nalu_jax.experiments import train_and_evaluate
@@ -43,9 +43,10 @@ def main_cmd(workdir, args=LONG):
 
 
 def env(devices: int):
-    return dict(
-        os.environ,
-        PYTHONPATH=ROOT,
+    # XLA:CPU host devices on any machine: resumed runs are compared bit for bit, which holds
+    # on XLA:CPU (a GPU may differ in last bits between two runs of one program)
+    return subprocess_env(
+        JAX_PLATFORMS="cpu",
         XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
         NALU_JAX_CACHE=os.path.join(ROOT, ".pytest_cache", "thresholds"),
     )
@@ -437,3 +438,14 @@ def test_tensorboard_per_setting_in_a_sweep_and_off_switch(tmp_path):
     off.tensorboard = False
     train_and_evaluate(off, str(tmp_path / "off"), progress=False)
     assert not (tmp_path / "off" / "tensorboard").exists()
+
+
+def test_subprocesses_extend_pythonpath_never_replace_it(monkeypatch):
+    # dependencies installed with ``pip --target`` live on PYTHONPATH: a subprocess started
+    # from the checkout must still import them (an editable install is not the only one)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/deps/a", "/deps/b"]))
+    assert env(2)["PYTHONPATH"].split(os.pathsep) == [ROOT, "/deps/a", "/deps/b"]
+    assert env(2)["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2"
+    assert env(2)["JAX_PLATFORMS"] == "cpu"
+    monkeypatch.delenv("PYTHONPATH")
+    assert env(1)["PYTHONPATH"] == ROOT

@@ -43,7 +43,7 @@ def test_a_swept_tuple_field_parses():
     "item, words",
     [
         ("task.range_index=7.5", "task.range_index must be a int"),
-        ("seed_block=ten", "seed_block must be a int"),
+        ("eval_every=ten", "eval_every must be a int"),
         ("train.lr=fast", "train.lr must be a float"),
         ("model.single_unit=maybe", "model.single_unit must be true or false"),
         ("train.lrr=1", "train.lrr is not a config field"),

@@ -9,8 +9,9 @@ import os
 import subprocess
 import sys
 
+import jax
 import pytest
-from conftest import ROOT, load_config
+from conftest import ROOT, jax_platform, load_config
 
 from nalu_jax.reproduce import results as results_lib
 
@@ -49,7 +50,7 @@ def test_commit_skip_and_extend_equal_one_larger_run(case, tmp_path):
     assert "committed to" in out
     prov = json.load(open(cell / "provenance.json"))["batches"]
     assert [(b["first_seed"], b["num_seeds"], b["num_steps"]) for b in prov] == [(0, 2, 1000)]
-    assert prov[0]["machine"]["platform"] == "cpu" and prov[0]["versions"]["jax"]
+    assert prov[0]["machine"]["platform"] == jax_platform() and prov[0]["versions"]["jax"]
     assert not (cell / "checkpoints").exists() and not (cell / "metrics.jsonl").exists()
 
     again = launch(*args, "--seeds=2", f"--workdir={tmp_path / 'w2b'}", f"--results={res}")
@@ -216,8 +217,9 @@ def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):
 
 
 def test_commit_command_records_the_devices_a_launcher_gives_a_run(tmp_path):
-    """``python -m nalu_jax.reproduce.results commit``: a one-batch provenance whose machine
-    has one CPU device per usable core (as the launchers set up), or what XLA_FLAGS says."""
+    """``python -m nalu_jax.reproduce.results commit``: a one-batch provenance with the devices
+    JAX gives a launcher: on XLA:CPU one device per usable core, or what XLA_FLAGS says; on an
+    accelerator its devices (the XLA:CPU flag does not apply there)."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "config.json").write_text(json.dumps({"num_seeds": 2, "num_steps": 10}))
@@ -225,10 +227,13 @@ def test_commit_command_records_the_devices_a_launcher_gives_a_run(tmp_path):
     (work / "seeds.csv").write_text("seed,solved\n0,1\n1,0\n")
     cmd = [sys.executable, "-m", "nalu_jax.reproduce.results", "commit", str(work)]
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    for name, environ, devices in (
+    on_cpu = jax_platform() == "cpu"
+    for name, environ, cpu_devices in (
         ("cores", env, len(os.sched_getaffinity(0))),
         ("flag", dict(env, XLA_FLAGS="--xla_force_host_platform_device_count=3"), 3),
     ):
+        # an accelerator's devices, whatever the XLA:CPU flag says
+        devices = cpu_devices if on_cpu else jax.local_device_count()
         cell = tmp_path / name
         out = subprocess.run(
             [*cmd, str(cell), "--code_commit", "abc", "--command", "c"],

@@ -1,4 +1,10 @@
-"""Seeds sharded across host devices give the same per-seed results as one device."""
+"""Seeds sharded across host devices give the same per-seed results as one device.
+
+The sharding tests run their subprocesses on XLA:CPU (``JAX_PLATFORMS=cpu``) on any machine:
+``--xla_force_host_platform_device_count`` makes CPU devices only, and the property is that
+the per-seed bits do not depend on how seeds are split over devices or processes. (On a GPU,
+even one program run twice may differ in its last bits unless XLA is told
+``--xla_gpu_deterministic_ops=true``.)"""
 
 import os
 import subprocess
@@ -15,7 +21,10 @@ from nalu_jax.tasks.eval_sets import evaluation_inputs, range_inputs
 
 
 def run_cli(workdir, devices):
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    env = dict(
+        os.environ, JAX_PLATFORMS="cpu",
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    )  # fmt: skip
     args = [
         "--config=configs/arithmetic.py:model=nmu,op=mul,smoke",
         "--config.num_seeds=5",
@@ -71,7 +80,9 @@ def test_two_processes_equal_one_process(tmp_path):
     with socket.socket() as s:
         s.bind(("localhost", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1")
+    env = dict(
+        os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1"
+    )
     main = [sys.executable, "-m", "nalu_jax.main", *MULTI]
     procs = [
         subprocess.Popen(

@@ -24,6 +24,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+
+def _path(tree: str) -> str:
+    """``PYTHONPATH`` with ``tree`` first: its code is the one imported, and dependencies
+    installed with ``pip --target`` on the existing path stay importable."""
+    return os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
+
+
 #: name → (main.py arguments, files compared)
 CASES = {
     "arithmetic_nmu_mul": (
@@ -113,7 +120,7 @@ CASES.update(_single_module_cases())
 
 
 def run_case(tree: str, args: list[str], workdir: str, cache: str) -> None:
-    env = dict(os.environ, PYTHONPATH=tree, NALU_JAX_CACHE=cache)
+    env = dict(os.environ, PYTHONPATH=_path(tree), NALU_JAX_CACHE=cache)
     cmd = [sys.executable, "-m", "nalu_jax.main", *args, f"--workdir={workdir}", "--progress=false"]
     out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if out.returncode != 0:

@@ -20,6 +20,12 @@ import tempfile
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _path(tree: str) -> str:
+    """``PYTHONPATH`` with ``tree`` first: its code is the one imported, and dependencies
+    installed with ``pip --target`` on the existing path stay importable."""
+    return os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
+
+
 def measure(tree: str, seeds: int, steps: int) -> dict:
     cmd = [
         sys.executable,
@@ -30,7 +36,7 @@ def measure(tree: str, seeds: int, steps: int) -> dict:
         "--steps",
         str(steps),
     ]
-    out = subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=tree),
+    out = subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=_path(tree)),
                          capture_output=True, text=True)  # fmt: skip
     if out.returncode:
         raise SystemExit(f"{tree}: {out.stderr[-2000:]}")

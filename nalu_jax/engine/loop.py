@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nalu_jax.engine.blocks import seed_block_for
 from nalu_jax.engine.train import Trainer, default_chunk, num_evaluations
 from nalu_jax.runtime.checkpoint import Checkpointer
 
@@ -288,9 +289,9 @@ YNN_FUSIONS_OPTION = "xla_cpu_experimental_ynn_fusion_type"
 def cpu_option_known(name: str, value: str = "") -> bool:
     """Whether this jaxlib's XLA:CPU accepts compile option ``name`` (a tiny compile)."""
     try:
-        jax.jit(lambda x: x + 1).lower(np.zeros(2, np.float32)).compile(
-            compiler_options={name: value}
-        )
+        # an argument on a CPU device compiles for XLA:CPU even where the default is a GPU
+        x = jax.device_put(np.zeros(2, np.float32), jax.devices("cpu")[0])
+        jax.jit(lambda x: x + 1).lower(x).compile(compiler_options={name: value})
     except Exception as e:  # jaxlib's error type moved between versions
         if "No such compile option" in str(e):
             return False
@@ -313,7 +314,11 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     init, train, evaluate = trainer.init, trainer.train, trainer.evaluate
     train_args = (hparams, trainer.train_data)
     eval_args = (hparams, trainer.eval_data)
-    n, block, pop = len(keys), int(config.seed_block), DevicePopulation()
+    n, pop = len(keys), DevicePopulation()
+    # a config whose "auto" is unresolved (engine.run resolves it first) gets the same block
+    platform, count = pop.devices[0].platform, len(pop.devices)
+    block = seed_block_for(config.seed_block, config.get("cpu_seed_block"), platform=platform,
+                           runs=n, devices=count)  # fmt: skip
     pad = np.minimum(np.arange(padded_size(n, block * len(pop.devices))), n - 1)
 
     def padded(a):

@@ -25,6 +25,7 @@ import numpy as np
 
 from nalu_jax.config import ConfigError, apply_precision
 from nalu_jax.engine import sweep
+from nalu_jax.engine.blocks import resolve_seed_block, seed_block_for
 from nalu_jax.engine.loop import (  # noqa: F401  (re-exported: the loop's public names)
     Interrupted,
     PerRun,
@@ -102,14 +103,18 @@ def _nbytes(tree) -> int:
     )
 
 
-def _sizes(pop: Population, runs: int, config, num_devices: int):
+def _sizes(pop: Population, runs: int, config, devices):
     """``(state, history, shared, padded)``: bytes of one run's state, of the evaluation
-    history of ``runs``, of the shared data, and the padded run count."""
+    history of ``runs``, of the shared data, and the padded run count (with the seed block
+    ``devices`` would run: an unresolved "auto" is resolved for them)."""
     trainer = pop.trainer
     state = jax.eval_shape(trainer.init, jax.random.key(0))
     metrics = jax.eval_shape(trainer.evaluate, state, pop.hparams[0], trainer.eval_data)[1]
     per_eval = _nbytes(metrics_dict(metrics)) + 4  # + the training loss
-    padded = padded_size(runs, int(config.seed_block) * num_devices)
+    platform = devices[0].platform
+    block = seed_block_for(config.seed_block, config.get("cpu_seed_block"), platform=platform,
+                           runs=runs, devices=len(devices))  # fmt: skip
+    padded = padded_size(runs, block * len(devices))
     shared = _nbytes(trainer.train_data) + _nbytes(trainer.eval_data)
     return _nbytes(state), runs * num_evaluations(config) * per_eval, shared, padded
 
@@ -119,7 +124,7 @@ def memory_estimate(pop: Population, runs: int, config, devices=None) -> int:
     (on the devices, the checkpoint snapshot, its unpadded copy and orbax's buffer), the
     evaluation history, and the shared data."""
     devices = jax.local_devices() if devices is None else devices
-    state, history, shared, padded = _sizes(pop, runs, config, len(devices))
+    state, history, shared, padded = _sizes(pop, runs, config, devices)
     return 4 * padded * state + history + shared
 
 
@@ -128,7 +133,7 @@ def device_memory_estimate(pop: Population, runs: int, config, devices) -> tuple
     devices have memory of their own (GPU, TPU): each device holds its share of the padded
     runs' states and the shared data; the host the other three copies of the states
     (checkpoint snapshot, unpadded copy, orbax's buffer) and the evaluation history."""
-    state, history, shared, padded = _sizes(pop, runs, config, len(devices))
+    state, history, shared, padded = _sizes(pop, runs, config, devices)
     return -(-padded // len(devices)) * state + shared, 3 * padded * state + history
 
 
@@ -194,6 +199,7 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     run (process 0 writes the results).
     """
     experiment.validate(config)
+    resolve_seed_block(config)  # "auto": the platform's block, recorded in config.json
     apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
     settings = sweep.expand(config, experiment.sweepable)
     programs = experiment.programs(config)

@@ -76,14 +76,15 @@ def reproduce(
     name: str, workdir: str, *, models=None, ops=None, seeds=None, steps=None, overrides=None,
     calibration_steps: int = 2_000, progress: bool = True, overwrite: bool = False, log=print,
     results: str | None = None,
-    extra_models=None,
+    extra_models=None, config_items=(),
 ) -> list[dict]:  # fmt: skip
     """Run every cell of table ``name`` (restricted to ``models``/``ops``) into
     ``workdir/cells/OP-MODEL``, print the estimated wall time first (a ``calibration_steps``
     run per model on this machine; 0 skips it), then write the table. Finished cells are
     skipped, stopped ones resume. ``seeds``/``steps`` reduce the protocol; ``overrides``
-    (dotted config fields) apply to every cell; ``extra_models`` adds registered units as
-    rows of their own (``specs.with_extra``).
+    (dotted config fields) apply to every cell, then ``config_items`` (``"FIELD=VALUE"``
+    texts of ``--config.FIELD=VALUE``, parsed with each field's type); ``extra_models`` adds
+    registered units as rows of their own (``specs.with_extra``).
 
     ``results``: the committed results root (``results/``). A cell committed there with the
     same config is skipped, and so is one that another committed cell already holds (it becomes
@@ -99,7 +100,7 @@ def reproduce(
     if models and extra_models:
         models = [*models, *(m for m in extra_models if m not in models)]
     chosen = specs.cells(spec, models, ops)
-    cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides)
+    cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides, config_items)
     runnable = [c for c in chosen if c.key in cfgs]
     plan = _plan(spec, runnable, cfgs, workdir, results, overwrite, log)
     pending = [

@@ -36,13 +36,25 @@ def apply(config, overrides: dict | None):
     return config
 
 
-def configs(spec: TableSpec, cells, seeds=None, steps=None, overrides=None) -> dict:
-    """``{cell.key: config}`` for the runnable cells (unavailable variants left out)."""
-    return {
-        c.key: apply(cell_config(spec, c, seeds, steps), overrides)
-        for c in cells
-        if not c.variant.unavailable
-    }
+def configs(spec: TableSpec, cells, seeds=None, steps=None, overrides=None, items=()) -> dict:
+    """``{cell.key: config}`` for the runnable cells (unavailable variants left out), with
+    ``overrides`` and then the ``--config.FIELD=VALUE`` ``items`` applied, and the seed block
+    resolved for this platform (``engine.blocks``): what a cell's workdir and committed
+    results record."""
+    from nalu_jax.config import apply_overrides
+    from nalu_jax.engine.blocks import resolve_seed_block
+    from nalu_jax.experiments import EXPERIMENTS
+
+    out = {}
+    for c in cells:
+        if c.variant.unavailable:
+            continue
+        config = apply(cell_config(spec, c, seeds, steps), overrides)
+        if items:  # checked before any cell runs: a bad value is one sentence
+            apply_overrides(config, items)
+            EXPERIMENTS["arithmetic"].validate(config)
+        out[c.key] = resolve_seed_block(config)
+    return out
 
 
 def finished(directory: str, config) -> dict | None:

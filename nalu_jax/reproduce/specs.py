@@ -267,7 +267,7 @@ def cell_config(spec: TableSpec, cell: Cell, num_seeds: int | None = None, num_s
         c.train.reg_start = 20_000.0
         c.train.reg_end = 35_000.0
         c.sweep.range_index = tuple(range(1, len(RANGE_PAIRS) + 1))
-        c.seed_block = 13  # as configs/single_module.py: 25 seeds, one block per core
+        c.cpu_seed_block = 13  # as configs/single_module.py: 25 seeds, one block per core
         c.cpu_ynn_fusions = False  # as configs/single_module.py: XLA's kernels, 1.1-2.8x faster
     if c.num_steps % c.eval_every:
         raise ConfigError(f"--steps must be a multiple of {c.eval_every}, got {c.num_steps}.")

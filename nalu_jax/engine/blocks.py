@@ -1,0 +1,72 @@
+"""How many seeds one program call vmaps: ``config.seed_block``, and what ``"auto"`` means.
+
+The run loop (``engine.loop``) trains a device's runs in blocks of ``seed_block`` (padded),
+one after another inside each compiled step. On XLA:CPU small blocks suit the caches, and
+each config names the block its committed results were computed with (``cpu_seed_block``;
+the bits depend on it). On an accelerator a step of a small block is latency-bound: ten
+blocks of 10 seeds take about ten times as long as one block of 100. So ``"auto"`` resolves to:
+
+- on the CPU, ``cpu_seed_block`` (every committed CPU result keeps its bits);
+- on a GPU or TPU, all of a device's runs (seeds × sweep settings of a program, this
+  process's share) in one block. Every run's state is on its device whatever the block, so
+  the memory check of the run (``engine.run.check_memory``, done with the resolved block) is
+  what bounds it; one block also pads least.
+
+``resolve_seed_block`` writes the resolved integer into the config before the run compares
+or records it (``config.json``, committed results), so a run's config names the block it ran.
+"""
+
+from __future__ import annotations
+
+from nalu_jax.config import SEED_BLOCK_AUTO, ConfigError, check_seed_block
+
+
+def seed_block_for(value, cpu_seed_block, *, platform: str, runs: int, devices: int) -> int:
+    """The block ``value`` (``"auto"`` or an int) asks for: an int as given; ``"auto"`` is
+    ``cpu_seed_block`` on ``platform`` ``"cpu"``, elsewhere ``ceil(runs / devices)`` (all of a
+    device's ``runs``, at least 1)."""
+    value = check_seed_block(value)
+    if value != SEED_BLOCK_AUTO:
+        return value
+    if platform == "cpu":
+        if cpu_seed_block is None:
+            raise ConfigError(
+                "seed_block 'auto' needs cpu_seed_block (the block on the CPU) in the config; "
+                "set one, or give seed_block an integer."
+            )
+        block = check_seed_block(cpu_seed_block)
+        if block == SEED_BLOCK_AUTO:
+            raise ConfigError("cpu_seed_block must be an integer >= 1, got 'auto'.")
+        return block
+    return max(1, -(-int(runs) // max(1, int(devices))))
+
+
+def num_settings(config) -> int:
+    """The sweep settings of ``config`` (1 when nothing is swept): the grid's size."""
+    from nalu_jax.config import SWEEPABLE
+
+    count = 1
+    for name in SWEEPABLE:
+        values = config.sweep.get(name) if "sweep" in config else None
+        count *= len(values) if values is not None else 1
+    return count
+
+
+def resolve_seed_block(config, *, platform=None, devices=None, processes=None):
+    """Set ``config.seed_block`` to the block this process runs with and drop
+    ``cpu_seed_block`` (an integer block already given stays). ``platform``, ``devices`` (local
+    devices) and ``processes``: default what JAX says. Returns ``config`` (changed in place)."""
+    value, cpu = config.get("seed_block", SEED_BLOCK_AUTO), config.get("cpu_seed_block")
+    if value == SEED_BLOCK_AUTO and platform is None:
+        import jax
+
+        platform, devices = jax.local_devices()[0].platform, jax.local_device_count()
+        processes = jax.process_count()
+    runs = -(-int(config.num_seeds) * num_settings(config) // max(1, int(processes or 1)))
+    block = seed_block_for(value, cpu, platform=platform, runs=runs, devices=devices or 1)
+    with config.unlocked():
+        del config["seed_block"]  # a copied config's field is typed as "auto" was: a str
+        config.seed_block = block
+        if "cpu_seed_block" in config:
+            del config["cpu_seed_block"]
+    return config

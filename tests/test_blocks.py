@@ -1,0 +1,134 @@
+"""``config.seed_block = "auto"`` (``nalu_jax.engine.blocks``): each config's own block on the
+CPU, so every committed CPU result keeps its config and bits; all of a device's runs in one
+block on an accelerator (simulated here by naming the platform)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, load_config, subprocess_env, tiny
+
+from nalu_jax.config import ConfigError, apply_overrides
+from nalu_jax.engine.blocks import resolve_seed_block, seed_block_for
+
+#: the blocks the configs had at e7ba609, before "auto" (``git show e7ba609:configs/...``)
+CPU_BLOCKS = [
+    ("arithmetic", "model=nmu,op=mul", 10),
+    ("single_module", "op=mul,model=nmu", 13),
+    ("recurrent", "model=nau,op=add", 10),
+    ("identity", "", 16),
+    ("sequential_mnist", "task=sum,model=nau", 1),
+    ("sequential_mnist", "task=sum,model=nau,smoke", 2),
+    ("number_translation", "model=nau", 5),
+    ("number_translation", "model=nau,smoke", 2),
+    ("gridworld", "", 8),
+    ("gridworld", "smoke", 2),
+]
+
+
+@pytest.mark.parametrize(("name", "arg", "block"), CPU_BLOCKS)
+def test_auto_on_the_cpu_is_the_configs_block_as_before(name, arg, block):
+    config = load_config(name, arg)
+    assert config.seed_block == "auto" and config.cpu_seed_block == block
+    resolved = resolve_seed_block(config, platform="cpu", devices=2, processes=1)
+    assert resolved.seed_block == block and type(resolved.seed_block) is int
+    assert "cpu_seed_block" not in resolved  # the recorded config is the one from before
+
+
+def test_auto_on_an_accelerator_puts_a_devices_runs_in_one_block():
+    # 100 seeds: one device holds them all; 8 devices 13 each (ceil), 2 processes × 4 devices
+    # split 50 per process, 13 per device
+    for devices, processes, block in ((1, 1, 100), (8, 1, 13), (4, 2, 13), (1, 4, 25)):
+        config = load_config("arithmetic", "model=nmu,op=mul,seeds=100")
+        got = resolve_seed_block(config, platform="gpu", devices=devices, processes=processes)
+        assert got.seed_block == block, (devices, processes)
+    # a program's runs are seeds × sweep settings: 25 seeds × 9 ranges on 2 TPU cores
+    config = load_config("single_module", "op=mul,model=nmu")
+    config.sweep.range_index = tuple(range(1, 10))
+    assert resolve_seed_block(config, platform="tpu", devices=2, processes=1).seed_block == 113
+
+
+def test_an_integer_block_applies_on_every_platform():
+    for platform in ("cpu", "gpu"):
+        config = load_config("arithmetic", "model=nmu,op=mul")
+        apply_overrides(config, ["seed_block=7"])
+        assert resolve_seed_block(config, platform=platform, devices=1).seed_block == 7
+    # a copied config types the field as "auto" was (str): an override arrives as digits
+    copied = load_config("arithmetic", "model=nmu,op=mul").copy_and_resolve_references()
+    apply_overrides(copied, ["seed_block=7"])
+    assert resolve_seed_block(copied, platform="gpu", devices=1).seed_block == 7
+
+
+def test_seed_block_for_by_hand():
+    assert seed_block_for("auto", 10, platform="cpu", runs=100, devices=2) == 10
+    assert seed_block_for("auto", 10, platform="gpu", runs=100, devices=3) == 34
+    assert seed_block_for("auto", 10, platform="gpu", runs=1, devices=4) == 1
+    assert seed_block_for(4, 10, platform="gpu", runs=100, devices=1) == 4
+    assert seed_block_for("12", None, platform="cpu", runs=100, devices=1) == 12
+
+
+@pytest.mark.parametrize(
+    ("value", "cpu", "words"),
+    [("ten", 10, "seed_block must be 'auto' or an integer >= 1, got 'ten'."),
+     (0, 10, "seed_block must be 'auto' or an integer >= 1, got 0."),
+     (True, 10, "got True"),
+     ("auto", None, "seed_block 'auto' needs cpu_seed_block"),
+     ("auto", "auto", "cpu_seed_block must be an integer >= 1, got 'auto'.")],
+)  # fmt: skip
+def test_bad_blocks_are_one_sentence(value, cpu, words):
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        seed_block_for(value, cpu, platform="cpu", runs=10, devices=1)
+
+
+def test_validation_names_the_field():
+    from nalu_jax.experiments import experiment_of
+
+    config = load_config("arithmetic", "model=nmu,op=mul")
+    apply_overrides(config, ["seed_block=fast"])
+    with pytest.raises(ConfigError, match="seed_block must be 'auto' or an integer >= 1"):
+        experiment_of(config).validate(config)
+    config = load_config("arithmetic", "model=nmu,op=mul")
+    apply_overrides(config, ["cpu_seed_block=0"])
+    with pytest.raises(ConfigError, match="cpu_seed_block must be an integer >= 1, got 0."):
+        experiment_of(config).validate(config)
+
+
+@pytest.mark.parametrize("table", ["iclr2020-arithmetic", "primer-single-module"])
+def test_committed_cells_hold_the_configs_resolved_on_the_cpu(table):
+    # every committed cell's config.json is what the table's cell config resolves to on the
+    # CPU: "auto" changed no committed result's config (status "done": nothing to rerun)
+    from nalu_jax.reproduce import cells, results, specs
+
+    spec = specs.table(table)
+    checked = 0
+    for cell in specs.cells(spec):
+        path = os.path.join(ROOT, "results", table, cell.key)
+        if cell.variant.unavailable or not os.path.exists(os.path.join(path, "config.json")):
+            continue
+        have = results.read_json(os.path.join(path, "config.json"))
+        cfg = cells.configs(spec, [cell], have["num_seeds"], have["num_steps"])[cell.key]
+        assert results.status(path, cfg) == ("done", have["num_seeds"]), cell.key
+        checked += 1
+    assert checked >= 5
+
+
+def test_a_run_records_the_resolved_block(tmp_path):
+    from nalu_jax.experiments import train_and_evaluate
+
+    config = tiny(load_config("arithmetic", "model=nmu,op=mul"), steps=500)
+    config.tensorboard = False
+    train_and_evaluate(config, str(tmp_path), progress=False)
+    written = json.load(open(tmp_path / "config.json"))
+    assert written["seed_block"] == 10 and "cpu_seed_block" not in written
+
+
+def test_main_refuses_a_bad_block_in_one_sentence(tmp_path):
+    cmd = [sys.executable, "-m", "nalu_jax.main", "--config=configs/arithmetic.py:smoke",
+           "--config.seed_block=fast", f"--workdir={tmp_path}"]  # fmt: skip
+    out = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(JAX_PLATFORMS="cpu"),
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 2
+    assert "seed_block must be 'auto' or an integer >= 1, got 'fast'." in out.stderr
+    assert "Traceback" not in out.stderr
