@@ -12,7 +12,10 @@ stopped ones resume, and ``WORKDIR/table.md``, ``table.csv`` and ``figures/OP.pn
 finished cell of the workdir (a later invocation with other cells adds to them). Before
 training it prints the estimated wall time from a short calibration run per model.
 ``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
-only rewrites the table (e.g. after ``launch/slurm.py`` jobs).
+only rewrites the table (e.g. after ``launch/slurm.py`` jobs). ``--check=OP-MODEL`` re-runs the
+first ``--seeds`` (default 2) seeds of that committed cell at its committed protocol in
+``--workdir`` (default: a temporary directory) and compares them with the committed rows
+(``nalu_jax.reproduce.check``); exit status 1 when they differ.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from absl import flags, logging  # noqa: E402
 
 from nalu_jax import cli  # noqa: E402
 from nalu_jax.cli import fail  # noqa: E402
-from nalu_jax.config import ConfigError  # noqa: E402
 
 _TABLE = flags.DEFINE_string("table", None, "Table name, e.g. iclr2020-arithmetic.")
 _MODELS = flags.DEFINE_list("models", None, "Models of the table to run (default: all).")
@@ -43,6 +45,12 @@ _CALIBRATION = flags.DEFINE_integer(
 )
 _SMOKE = flags.DEFINE_bool(
     "smoke", False, "Small evaluation sets and thresholds (CI; not the published protocol)."
+)
+_CHECK = flags.DEFINE_string(
+    "check",
+    None,
+    "A committed cell, e.g. mul-nmu: re-run its first --seeds seeds (default 2) at its own "
+    "protocol and compare them with its committed rows (identical on its platform).",
 )
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
@@ -69,13 +77,15 @@ def _results_root() -> str | None:
 def main(argv) -> None:
     if len(argv) > 1:
         fail(f"unexpected positional arguments {argv[1:]}.")
+    if _CHECK.value:
+        return _check()
     if not _TABLE.value or not _WORKDIR.value:
         fail("--table and --workdir are required, e.g. --table=iclr2020-arithmetic --workdir=x.")
     logging.set_verbosity(logging.WARNING)
     from nalu_jax import reproduce
     from nalu_jax.reproduce.cells import SMOKE
 
-    try:
+    with cli.reported_errors():
         if _REPORT_ONLY.value:
             spec = reproduce.specs.with_extra(reproduce.table(_TABLE.value), _EXTRA.value)
             rows = reproduce.write(spec, _WORKDIR.value)
@@ -94,11 +104,32 @@ def main(argv) -> None:
                 results=_results_root(),
                 extra_models=_EXTRA.value,
             )
-    except ConfigError as e:
-        fail(str(e))
     with open(os.path.join(_WORKDIR.value, "table.md")) as f:
         print(f.read())
     print(f"{len(rows)} rows; results in {os.path.abspath(_WORKDIR.value)}")
+
+
+def _check() -> None:
+    """``--check``: re-run a committed cell's first seeds and compare (exit 1 on a difference)."""
+    import sys
+
+    from nalu_jax.reproduce.check import check
+
+    if not _TABLE.value:
+        fail("--check needs --table, e.g. --table=iclr2020-arithmetic --check=mul-nmu.")
+    logging.set_verbosity(logging.WARNING)
+    with cli.reported_errors():
+        agree = check(
+            _TABLE.value,
+            _CHECK.value,
+            seeds=_SEEDS.value or 2,
+            workdir=_WORKDIR.value,
+            root=_RESULTS.value or None,
+            calibration_steps=_CALIBRATION.value,
+            progress=_PROGRESS.value,
+        )
+    if not agree:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

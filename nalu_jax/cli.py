@@ -9,7 +9,9 @@ exit status 2, never a traceback.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import threading
 
 import ml_collections
 from absl import app, flags
@@ -26,6 +28,11 @@ def fail(message: str, status: int = 2) -> None:
     sys.exit(status)
 
 
+def _interrupted(e) -> str:
+    saved = f"saved at step {e.step}" if e.step is not None else "nothing to save yet"
+    return f"interrupted ({saved}); run the same command again to resume."
+
+
 @contextlib.contextmanager
 def reported_errors():
     """What a run can meet, as one sentence and the conventional status: a bad config value
@@ -37,8 +44,7 @@ def reported_errors():
     except ConfigError as e:
         fail(str(e))
     except Interrupted as e:
-        saved = f"saved at step {e.step}" if e.step is not None else "nothing to save yet"
-        fail(f"interrupted ({saved}); run the same command again to resume.", e.status)
+        fail(_interrupted(e), e.status)
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         fail(
@@ -81,12 +87,27 @@ def model_configs(base, models) -> list:
     return configs
 
 
+def _interrupt(signum, frame):
+    from nalu_jax.engine.run import Interrupted
+
+    raise Interrupted(signum, None)
+
+
 def run(main) -> None:
-    """``app.run(main)`` with config and flag errors turned into one sentence and status 2."""
+    """``app.run(main)`` with config and flag errors turned into one sentence and status 2,
+    and SIGINT/SIGTERM into one sentence and 130/143 wherever they arrive (training has its
+    own handler while it runs: it saves first, ``engine.loop``)."""
+    from nalu_jax.engine.run import Interrupted
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _interrupt)
     try:
         app.run(main, flags_parser=_parse_flags)
     except ConfigError as e:  # pragma: no cover - raised inside flag parsing
         fail(str(e))
+    except Interrupted as e:  # outside reported_errors: nothing was training
+        fail(_interrupted(e), e.status)
 
 
 def _flag_error_sentence(message: str) -> str:

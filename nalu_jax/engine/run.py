@@ -186,19 +186,24 @@ def _label_dir(workdir: str, name: str, label: str) -> str:
     return os.path.join(workdir, name) if not label else os.path.join(workdir, name, label)
 
 
-def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: bool = True):
+def run(
+    experiment, config, workdir: str, *, overwrite: bool = False, progress: bool = True,
+    warn_budget: bool = True,
+):  # fmt: skip
     """Train every seed (of every sweep setting and program) of ``experiment`` (an
     ``Experiment``, e.g. ``EXPERIMENTS["arithmetic"]``), judge, write the workdir.
 
     Returns the experiment's summary dict, or ``None`` in a non-zero process of a multi-host
-    run (process 0 writes the results).
+    run (process 0 writes the results). ``warn_budget=False``: no budget warning (a timing
+    run's short budget is not the run a user made).
     """
     experiment.validate(config)
     apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
     settings = sweep.expand(config, experiment.sweepable)
     programs = experiment.programs(config)
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}
-    for message in budget_warnings(config, [h for p in populations.values() for h in p.hparams]):
+    hparams = [h for p in populations.values() for h in p.hparams]
+    for message in budget_warnings(config, hparams) if warn_budget else ():
         say(message)  # a budget that cuts the regulariser ramp short
     proc = distributed.process_info()
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)

@@ -93,7 +93,7 @@ def calibrate(config, steps: int = 2_000) -> dict:
     c.checkpoint_every = c.num_steps
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nalu-calibrate-") as d:
-        s = run(EXPERIMENTS["arithmetic"], c, d, progress=False)
+        s = run(EXPERIMENTS["arithmetic"], c, d, progress=False, warn_budget=False)
     s = s["settings"][0] if "settings" in s else s
     return {
         "seed_steps_per_s": float(s["seed_steps_per_s"]),
