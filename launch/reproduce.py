@@ -44,7 +44,10 @@ _CALIBRATION = flags.DEFINE_integer(
     "calibration_steps", 2000, "Steps of the timing run per model (0: no estimate)."
 )
 _SMOKE = flags.DEFINE_bool(
-    "smoke", False, "Small evaluation sets and thresholds (CI; not the published protocol)."
+    "smoke",
+    False,
+    "A seconds-long run of the whole path (CI; not the published protocol, never committed): "
+    "2 seeds, 2,000 steps unless --seeds/--steps say otherwise, small evaluation sets.",
 )
 _CHECK = flags.DEFINE_string(
     "check",
@@ -83,7 +86,12 @@ def main(argv) -> None:
         fail("--table and --workdir are required, e.g. --table=iclr2020-arithmetic --workdir=x.")
     logging.set_verbosity(logging.WARNING)
     from nalu_jax import reproduce
-    from nalu_jax.reproduce.cells import SMOKE
+    from nalu_jax.reproduce import cells
+
+    seeds, steps, calibration = _SEEDS.value, _STEPS.value, _CALIBRATION.value
+    if _SMOKE.value:
+        seeds, steps = seeds or cells.SMOKE_SEEDS, steps or cells.SMOKE_STEPS
+        calibration = min(calibration, cells.SMOKE_CALIBRATION_STEPS)
 
     with cli.reported_errors():
         if _REPORT_ONLY.value:
@@ -95,10 +103,10 @@ def main(argv) -> None:
                 _WORKDIR.value,
                 models=_MODELS.value,
                 ops=_OPS.value,
-                seeds=_SEEDS.value,
-                steps=_STEPS.value,
-                overrides=SMOKE if _SMOKE.value else None,
-                calibration_steps=_CALIBRATION.value,
+                seeds=seeds,
+                steps=steps,
+                overrides=cells.SMOKE if _SMOKE.value else None,
+                calibration_steps=calibration,
                 progress=_PROGRESS.value,
                 overwrite=_OVERWRITE.value,
                 results=_results_root(),

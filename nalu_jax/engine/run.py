@@ -37,7 +37,7 @@ from nalu_jax.engine.loop import (  # noqa: F401  (re-exported: the loop's publi
 from nalu_jax.engine.train import Trainer, budget_warnings, num_evaluations, seed_keys
 from nalu_jax.reporting.report import atomic_write, dumps
 from nalu_jax.runtime import distributed
-from nalu_jax.runtime.workdir import extended_from, prepare_workdir
+from nalu_jax.runtime.workdir import extended_from, prepare_workdir, release
 
 
 @dataclasses.dataclass
@@ -213,25 +213,28 @@ def run(
     for pop in populations.values():  # before the workdir is claimed
         check_memory(pop, mine.stop - mine.start, config)
     prepare_workdir(workdir, config, overwrite, proc)
-    previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
-    populations = {
-        label: experiment.prepare(config, workdir, pop, progress)
-        for label, pop in populations.items()
-    }
-    results = {}
-    for label, _ in programs:
-        part = _train_program(
-            populations[label], label, config, workdir, proc, settings, run_setting, run_seed,
-            mine, progress, single=len(settings) == 1 and proc.count == 1 and len(programs) == 1,
-            extend_from=previous,
-        )  # fmt: skip
-        results[label] = distributed.gather_parts(
-            _label_dir(workdir, "parts", label), proc, part, len(run_seed)
-        )
-        if results[label] is None:
-            return None
-    outcome = Outcome(settings, run_setting, run_seed, populations, results)
-    return _write_results(experiment, workdir, config, outcome)
+    try:
+        previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
+        populations = {
+            label: experiment.prepare(config, workdir, pop, progress)
+            for label, pop in populations.items()
+        }
+        results = {}
+        for label, _ in programs:
+            part = _train_program(
+                populations[label], label, config, workdir, proc, settings, run_setting, run_seed,
+                mine, progress, single=len(settings) == 1 and proc.count == 1 and len(programs) == 1,
+                extend_from=previous,
+            )  # fmt: skip
+            results[label] = distributed.gather_parts(
+                _label_dir(workdir, "parts", label), proc, part, len(run_seed)
+            )
+            if results[label] is None:
+                return None
+        outcome = Outcome(settings, run_setting, run_seed, populations, results)
+        return _write_results(experiment, workdir, config, outcome)
+    finally:
+        release(workdir, remove=True)  # a finished (or stopped) run leaves no lock behind
 
 
 class ProgressFile:
