@@ -12,7 +12,8 @@ stopped ones resume, and ``WORKDIR/table.md``, ``table.csv`` and ``figures/OP.pn
 finished cell of the workdir (a later invocation with other cells adds to them). Before
 training it prints the estimated wall time from a short calibration run per model.
 ``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
-only rewrites the table (e.g. after ``launch/slurm.py`` jobs). ``--check=OP-MODEL`` re-runs the
+only rewrites the table (e.g. after ``launch/slurm.py`` jobs). ``--check=OP-MODEL`` (or, without
+``--table``, ``--check=GROUP/CELL`` of any committed cell) re-runs the
 first ``--seeds`` (default 2) seeds of that committed cell at its committed protocol in
 ``--workdir`` (default: a temporary directory) and compares them with the committed rows
 (``nalu_jax.reproduce.check``); exit status 1 when they differ.
@@ -52,8 +53,9 @@ _SMOKE = flags.DEFINE_bool(
 _CHECK = flags.DEFINE_string(
     "check",
     None,
-    "A committed cell, e.g. mul-nmu: re-run its first --seeds seeds (default 2) at its own "
-    "protocol and compare them with its committed rows (identical on its platform).",
+    "A committed cell, e.g. mul-nmu with --table, or GROUP/CELL under results/ without one "
+    "(recurrent/add/nau): re-run its first --seeds seeds (default 2) at its own protocol and "
+    "compare them with its committed rows (identical on its platform).",
 )
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
@@ -123,8 +125,6 @@ def _check() -> None:
 
     from nalu_jax.reproduce.check import check
 
-    if not _TABLE.value:
-        fail("--check needs --table, e.g. --table=iclr2020-arithmetic --check=mul-nmu.")
     logging.set_verbosity(logging.WARNING)
     with cli.reported_errors():
         agree = check(

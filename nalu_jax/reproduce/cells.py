@@ -89,20 +89,22 @@ def calibrate(config, steps: int = 2_000) -> dict:
     run checkpoints as ``config`` does (at most at its end).
     """
     from nalu_jax.engine.run import run
-    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.experiments import experiment_of
 
     c = config.copy_and_resolve_references()
     c.num_steps = max(int(steps) // c.eval_every, 1) * c.eval_every
     c.checkpoint_every = min(int(config.checkpoint_every), c.num_steps)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nalu-calibrate-") as d:
-        s = run(EXPERIMENTS["arithmetic"], c, d, progress=False, warn_budget=False)
+        s = run(experiment_of(c), c, d, progress=False, warn_budget=False)
+    wall = time.perf_counter() - t0
     s = s["settings"][0] if "settings" in s else s
-    return {
-        "seed_steps_per_s": float(s["seed_steps_per_s"]),
-        "compile_s": float(s["compile_time_s"]),
-        "wall_s": time.perf_counter() - t0,
-        "seed_steps": num_runs(c) * int(c.num_steps),
+    seed_steps = num_runs(c) * int(c.num_steps)
+    return {  # an experiment whose summary has no timing: its wall time stands for it
+        "seed_steps_per_s": float(s.get("seed_steps_per_s", seed_steps / wall)),
+        "compile_s": float(s.get("compile_time_s", 0.0)),
+        "wall_s": wall,
+        "seed_steps": seed_steps,
     }
 
 

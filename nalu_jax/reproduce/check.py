@@ -49,13 +49,14 @@ def _overlay(node, committed: dict, where: str = "") -> None:
                 node[key] = as_tuples(value) if isinstance(value, list) else value
 
 
-def committed_config(spec, cell, committed: dict, num_seeds: int):
+def committed_config(committed: dict, num_seeds: int, base=None):
     """The cell's config as committed (``committed``: its ``config.json``) with its first
-    ``num_seeds`` seeds; fails when this code cannot express it."""
+    ``num_seeds`` seeds, built on ``base`` (a table cell's config; default: the experiment's
+    config file, ``configs/EXPERIMENT.py``); fails when this code cannot express it."""
+    from nalu_jax.config import load_config
     from nalu_jax.reproduce.results import _comparable, config_dict
-    from nalu_jax.reproduce.specs import cell_config
 
-    config = cell_config(spec, cell, num_steps=int(committed["num_steps"]))
+    config = base if base is not None else load_config(committed.get("experiment", "arithmetic"))
     _overlay(config, committed)
     config.num_seeds = int(num_seeds)
     config.tensorboard = False  # not part of a cell's identity (results.IGNORED_FIELDS)
@@ -159,46 +160,63 @@ def compare_cell(cell_dir: str, workdir: str, seeds, exact: bool) -> tuple[int, 
     return rows, diffs
 
 
+def _table_cell(table: str | None, key: str):
+    """``(spec, cell)`` of a table's cell ``key`` (``None`` without a table)."""
+    from nalu_jax.reproduce import specs
+
+    if table is None:
+        return None
+    spec = specs.table(table)
+    found = [c for c in specs.cells(spec) if c.key == key]
+    if not found:
+        keys = [c.key for c in specs.cells(spec)]
+        raise ConfigError(f"--check names {key!r}, not a cell of {table!r}; cells: {keys}.")
+    return spec, found[0]
+
+
 def check(
-    table: str, key: str, *, seeds: int = 2, workdir: str | None = None, root: str | None = None,
-    calibration_steps: int = 2_000, progress: bool = True, log=print,
+    table: str | None, key: str, *, seeds: int = 2, workdir: str | None = None,
+    root: str | None = None, calibration_steps: int = 2_000, progress: bool = True, log=print,
 ) -> bool:  # fmt: skip
-    """Re-run the first ``seeds`` seeds of committed cell ``root/table/key`` (``root``: the
-    checkout's ``results/``) in ``workdir`` (default: a new temporary directory; never inside
-    ``root``), print the estimated time first, then compare; True when they agree."""
+    """Re-run the first ``seeds`` seeds of committed cell ``root/table/key`` (or ``root/key``
+    without a table, e.g. ``recurrent/add/nau``; ``root``: the checkout's ``results/``) in
+    ``workdir`` (default: a new temporary directory; never inside ``root``), print the
+    estimated time first (a timing run of ``calibration_steps``, 0: none), then compare; True
+    when they agree."""
     import tempfile
     import time
 
     import jax
 
     from nalu_jax.engine.run import run
-    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.experiments import experiment_of
     from nalu_jax.reproduce import cells as cells_lib
     from nalu_jax.reproduce import results, specs
 
-    spec = specs.table(table)
-    found = [c for c in specs.cells(spec) if c.key == key]
-    if not found:
-        keys = [c.key for c in specs.cells(spec)]
-        raise ConfigError(f"--check names {key!r}, not a cell of {table!r}; cells: {keys}.")
+    in_table = _table_cell(table, key)
     root = os.path.abspath(root or results.default_root())
-    cell_dir = results.resolve(os.path.join(root, table, key))
+    name = f"{table}/{key}" if table else key
+    cell_dir = results.resolve(os.path.join(root, name))
     if not os.path.exists(os.path.join(cell_dir, "provenance.json")):
         raise ConfigError(f"--check {key!r}: {cell_dir} holds no committed cell.")
     committed = results.read_json(os.path.join(cell_dir, "config.json"))
     if not 1 <= seeds <= int(committed["num_seeds"]):
         raise ConfigError(f"--seeds must be 1 to {committed['num_seeds']}, the cell's seeds.")
-    workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix=f"nalu-check-{key}-"))
+    workdir = os.path.abspath(
+        workdir or tempfile.mkdtemp(prefix=f"nalu-check-{key.replace(os.sep, '-')}-")
+    )
     if os.path.commonpath([workdir, root]) == root:
         raise ConfigError(f"--workdir {workdir} lies inside {root}; a check never writes there.")
-    config = committed_config(spec, found[0], committed, seeds)
+    steps = int(committed["num_steps"])
+    base = specs.cell_config(*in_table, num_steps=steps) if in_table else None
+    config = committed_config(committed, seeds, base)
     first = int(config.first_seed)
     checked = list(range(first, first + seeds))
     provenance = results.read_json(os.path.join(cell_dir, "provenance.json"))
     theirs = {platform_of(batch_of(provenance, s)["machine"]) for s in checked}
     ours = platform_of(results.machine())
     exact = theirs == {ours}
-    log(f"checking {table}/{key} ({os.path.relpath(cell_dir)}): seeds {first}–{checked[-1]} "
+    log(f"checking {name} ({os.path.relpath(cell_dir)}): seeds {first}–{checked[-1]} "
         f"at its committed protocol, {int(config.num_steps):,} steps, in {workdir}")  # fmt: skip
     log(f"  {blocks_note(config, len(jax.local_devices()))}")
     if calibration_steps:
@@ -210,13 +228,13 @@ def check(
         + ("the rows must be identical" if exact else TOLERANCE_TEXT)
     )
     t0 = time.perf_counter()
-    run(EXPERIMENTS["arithmetic"], config, workdir, progress=progress)
+    run(experiment_of(config), config, workdir, progress=progress)
     rows, diffs = compare_cell(cell_dir, workdir, checked, exact)
     took = cells_lib.duration(time.perf_counter() - t0)
     for d in diffs:
         log(f"  {d}")
     how = "identical" if exact else "within the tolerance"
     verdict = "differ" if diffs else how
-    log(f"{table}/{key}: {rows} committed rows of seeds {first}–{checked[-1]} {verdict} "
+    log(f"{name}: {rows} committed rows of seeds {first}–{checked[-1]} {verdict} "
         f"({len(diffs)} differences; re-run took {took})")  # fmt: skip
     return not diffs
