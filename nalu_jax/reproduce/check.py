@@ -72,14 +72,15 @@ def blocks_note(config, num_devices: int) -> str:
 
     block, n, runs = int(config.seed_block), int(config.num_seeds), num_runs(config)
     padded = padded_size(runs, block * num_devices)
-    what = f"{n} seeds" + (f" × {runs // n} settings" if runs != n else "")
+    what = f"{n} seed{'s' if n != 1 else ''}" + (f" × {runs // n} settings" if runs != n else "")
     if padded == runs:
         return f"{what} in blocks of seed_block={block} on {num_devices} device(s)."
     most = n * padded // runs  # the most seeds the same blocks hold
+    more = f", so up to --seeds={most} checks more seeds in the same time" if most > n else ""
     return (
         f"{what} run as {padded // block} padded block(s) of seed_block={block} (the cell's "
-        f"own, which bit-identity needs) on {num_devices} device(s): the cost of {padded} runs, "
-        f"so up to --seeds={most} checks more seeds in the same time."
+        f"own, which bit-identity needs) on {num_devices} device(s): the cost of {padded} "
+        f"runs{more}."
     )
 
 
