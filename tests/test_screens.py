@@ -77,6 +77,8 @@ def test_the_model_column_is_named_for_what_it_holds():
         [_row("nmu", "nmu", 2000.0, 1e-5), _row("nalu", "nalu", 36000.0, 0.012)]
     )
     assert compared.startswith("| # | model | success")
+    one = combined_markdown([_row("nmu", "nmu", 2000.0, 1e-5)])  # compare_models --models=nmu
+    assert one.startswith("| # | model | success")
     swept = combined_markdown([_row("nmu", "range_index=1", 2000.0, 1e-5, {"range_index": 1}),
                                _row("nmu", "range_index=2", 36000.0, 0.012, {"range_index": 2})])  # fmt: skip
     assert swept.startswith("| # | setting | success")

@@ -188,9 +188,10 @@ def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, th
 def combined_markdown(summaries: list) -> str:
     """One row per sweep setting: success rate with its interval, solved-at, sparsity."""
     models = ", ".join(dict.fromkeys(s["model"] for s in summaries))
-    several = "," in models  # launch.compare_models: names are "MODEL [SETTING]"
+    # launch.compare_models names each row "MODEL [SETTING]"; a sweep's rows are its settings
+    by_model = all(str(s["setting"]).split(" ")[0] == s["model"] for s in summaries)
     swept = any(s.get("setting_values") for s in summaries)
-    name = ("model and setting" if swept else "model") if several else "setting"
+    name = ("model and setting" if swept else "model") if by_model else "setting"
     head = f"| # | {name} | success | 95% CI | solved at (median) | sparsity (mean) | diverged |"
     lines = [head, "|---|---|---|---|---|---|---|"]
     for h, s in enumerate(summaries):
