@@ -16,7 +16,11 @@ stopped ones resume, and ``WORKDIR/table.md``, ``table.csv`` and ``figures/OP.pn
 finished cell of the workdir (a later invocation with other cells adds to them). Before
 training it prints the estimated wall time from a short calibration run per model.
 ``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
-only rewrites the table (e.g. after ``launch/slurm.py`` jobs).
+only rewrites the table (e.g. after ``launch/slurm.py`` jobs). ``--check=OP-MODEL`` (or, without
+``--table``, ``--check=GROUP/CELL`` of any committed cell) re-runs the
+first ``--seeds`` (default 2) seeds of that committed cell at its committed protocol in
+``--workdir`` (default: a temporary directory) and compares them with the committed rows
+(``nalu_jax.reproduce.check``); exit status 1 when they differ.
 
 Committed results: a run at the table's own protocol (its iterations and evaluation; fewer
 seeds than the paper's are fine) commits its finished cells to the checkout's ``results/`` by
@@ -41,7 +45,6 @@ from absl import flags, logging  # noqa: E402
 
 from nalu_jax import cli  # noqa: E402
 from nalu_jax.cli import fail  # noqa: E402
-from nalu_jax.config import ConfigError  # noqa: E402
 
 _TABLE = flags.DEFINE_string("table", None, "Table name, e.g. iclr2020-arithmetic.")
 _MODELS = flags.DEFINE_list("models", None, "Models of the table to run (default: all).")
@@ -56,7 +59,17 @@ _CALIBRATION = flags.DEFINE_integer(
     "calibration_steps", 2000, "Steps of the timing run per model (0: no estimate)."
 )
 _SMOKE = flags.DEFINE_bool(
-    "smoke", False, "Small evaluation sets and thresholds (CI; not the published protocol)."
+    "smoke",
+    False,
+    "A seconds-long run of the whole path (CI; not the published protocol, never committed): "
+    "2 seeds, 2,000 steps unless --seeds/--steps say otherwise, small evaluation sets.",
+)
+_CHECK = flags.DEFINE_string(
+    "check",
+    None,
+    "A committed cell, e.g. mul-nmu with --table, or GROUP/CELL under results/ without one "
+    "(recurrent/add/nau): re-run its first --seeds seeds (default 2) at its own protocol and "
+    "compare them with its committed rows (identical on its platform).",
 )
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
@@ -94,15 +107,22 @@ def _results_root() -> tuple[str | None, str]:
 def main(argv) -> None:
     if len(argv) > 1:
         fail(f"unexpected positional arguments {argv[1:]}.")
+    if _CHECK.value:
+        return _check()
     if not _TABLE.value or not _WORKDIR.value:
         fail("--table and --workdir are required, e.g. --table=iclr2020-arithmetic --workdir=x.")
     logging.set_verbosity(logging.WARNING)
     from nalu_jax import reproduce
-    from nalu_jax.reproduce.cells import SMOKE
+    from nalu_jax.reproduce import cells
 
     if _REPORT_ONLY.value and cli.CONFIG_ITEMS:
         fail("--config.FIELD overrides apply to runs; --report_only runs nothing.")
-    try:
+    seeds, steps, calibration = _SEEDS.value, _STEPS.value, _CALIBRATION.value
+    if _SMOKE.value:
+        seeds, steps = seeds or cells.SMOKE_SEEDS, steps or cells.SMOKE_STEPS
+        calibration = min(calibration, cells.SMOKE_CALIBRATION_STEPS)
+
+    with cli.reported_errors():
         results, where = _results_root()
         if _REPORT_ONLY.value:
             spec = reproduce.specs.with_extra(reproduce.table(_TABLE.value), _EXTRA.value)
@@ -113,23 +133,42 @@ def main(argv) -> None:
                 _WORKDIR.value,
                 models=_MODELS.value,
                 ops=_OPS.value,
-                seeds=_SEEDS.value,
-                steps=_STEPS.value,
-                overrides=SMOKE if _SMOKE.value else None,
-                calibration_steps=_CALIBRATION.value,
+                seeds=seeds,
+                steps=steps,
+                overrides=cells.SMOKE if _SMOKE.value else None,
+                calibration_steps=calibration,
                 progress=_PROGRESS.value,
                 overwrite=_OVERWRITE.value,
                 results=results,
                 extra_models=_EXTRA.value,
                 config_items=cli.CONFIG_ITEMS,
             )
-    except ConfigError as e:
-        fail(str(e))
     with open(os.path.join(_WORKDIR.value, "table.md")) as f:
         print(f.read())
     print(f"{len(rows)} rows; results in {os.path.abspath(_WORKDIR.value)}")
     if not _REPORT_ONLY.value:
         print(where)
+
+
+def _check() -> None:
+    """``--check``: re-run a committed cell's first seeds and compare (exit 1 on a difference)."""
+    import sys
+
+    from nalu_jax.reproduce.check import check
+
+    logging.set_verbosity(logging.WARNING)
+    with cli.reported_errors():
+        agree = check(
+            _TABLE.value,
+            _CHECK.value,
+            seeds=_SEEDS.value or 2,
+            workdir=_WORKDIR.value,
+            root=_RESULTS.value or None,
+            calibration_steps=_CALIBRATION.value,
+            progress=_PROGRESS.value,
+        )
+    if not agree:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

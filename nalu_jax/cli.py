@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 
 import ml_collections
 from absl import app, flags
@@ -32,6 +34,11 @@ def fail(message: str, status: int = 2) -> None:
     sys.exit(status)
 
 
+def _interrupted(e) -> str:
+    saved = f"saved at step {e.step}" if e.step is not None else "nothing to save yet"
+    return f"interrupted ({saved}); run the same command again to resume."
+
+
 @contextlib.contextmanager
 def reported_errors():
     """What a run can meet, as one sentence and the conventional status: a bad config value
@@ -43,8 +50,7 @@ def reported_errors():
     except ConfigError as e:
         fail(str(e))
     except Interrupted as e:
-        saved = f"saved at step {e.step}" if e.step is not None else "nothing to save yet"
-        fail(f"interrupted ({saved}); run the same command again to resume.", e.status)
+        fail(_interrupted(e), e.status)
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         fail(
@@ -105,18 +111,32 @@ def model_configs(base, models) -> list:
 CONFIG_ITEMS: list[str] = []
 
 
+def _interrupt(signum, frame):
+    from nalu_jax.engine.run import Interrupted
+
+    raise Interrupted(signum, None)
+
+
 def run(main, *, config_items: bool = False) -> None:
-    """``app.run(main)`` with config and flag errors turned into one sentence and status 2.
-    ``config_items``: take ``--config.FIELD=VALUE`` arguments out of the command line into
-    ``CONFIG_ITEMS`` (a launcher that builds its configs applies them with
-    ``nalu_jax.config.apply_overrides``)."""
+    """``app.run(main)`` with config and flag errors turned into one sentence and status 2,
+    and SIGINT/SIGTERM into one sentence and 130/143 wherever they arrive (training has its
+    own handler while it runs: it saves first, ``engine.loop``). ``config_items``: take
+    ``--config.FIELD=VALUE`` arguments out of the command line into ``CONFIG_ITEMS`` (a
+    launcher that builds its configs applies them with ``nalu_jax.config.apply_overrides``)."""
+    from nalu_jax.engine.run import Interrupted
+
     parser = _parse_flags
     if config_items:
         parser = lambda argv: _parse_flags(take_config_items(argv, CONFIG_ITEMS))
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _interrupt)
     try:
         app.run(main, flags_parser=parser)
     except ConfigError as e:  # pragma: no cover - raised inside flag parsing
         fail(str(e))
+    except Interrupted as e:  # outside reported_errors: nothing was training
+        fail(_interrupted(e), e.status)
 
 
 def take_config_items(argv, into: list) -> list:

@@ -38,7 +38,7 @@ from nalu_jax.engine.loop import (  # noqa: F401  (re-exported: the loop's publi
 from nalu_jax.engine.train import Trainer, budget_warnings, num_evaluations, seed_keys
 from nalu_jax.reporting.report import atomic_write, dumps
 from nalu_jax.runtime import distributed
-from nalu_jax.runtime.workdir import extended_from, prepare_workdir
+from nalu_jax.runtime.workdir import extended_from, prepare_workdir, release
 
 
 @dataclasses.dataclass
@@ -191,12 +191,16 @@ def _label_dir(workdir: str, name: str, label: str) -> str:
     return os.path.join(workdir, name) if not label else os.path.join(workdir, name, label)
 
 
-def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: bool = True):
+def run(
+    experiment, config, workdir: str, *, overwrite: bool = False, progress: bool = True,
+    warn_budget: bool = True,
+):  # fmt: skip
     """Train every seed (of every sweep setting and program) of ``experiment`` (an
     ``Experiment``, e.g. ``EXPERIMENTS["arithmetic"]``), judge, write the workdir.
 
     Returns the experiment's summary dict, or ``None`` in a non-zero process of a multi-host
-    run (process 0 writes the results).
+    run (process 0 writes the results). ``warn_budget=False``: no budget warning (a timing
+    run's short budget is not the run a user made).
     """
     experiment.validate(config)
     resolve_seed_block(config)  # "auto": the platform's block, recorded in config.json
@@ -204,7 +208,8 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     settings = sweep.expand(config, experiment.sweepable)
     programs = experiment.programs(config)
     populations = {label: experiment.population(cfg, settings) for label, cfg in programs}
-    for message in budget_warnings(config, [h for p in populations.values() for h in p.hparams]):
+    hparams = [h for p in populations.values() for h in p.hparams]
+    for message in budget_warnings(config, hparams) if warn_budget else ():
         say(message)  # a budget that cuts the regulariser ramp short
     proc = distributed.process_info()
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
@@ -214,25 +219,28 @@ def run(experiment, config, workdir: str, *, overwrite: bool = False, progress: 
     for pop in populations.values():  # before the workdir is claimed
         check_memory(pop, mine.stop - mine.start, config)
     prepare_workdir(workdir, config, overwrite, proc)
-    previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
-    populations = {
-        label: experiment.prepare(config, workdir, pop, progress)
-        for label, pop in populations.items()
-    }
-    results = {}
-    for label, _ in programs:
-        part = _train_program(
-            populations[label], label, config, workdir, proc, settings, run_setting, run_seed,
-            mine, progress, single=len(settings) == 1 and proc.count == 1 and len(programs) == 1,
-            extend_from=previous,
-        )  # fmt: skip
-        results[label] = distributed.gather_parts(
-            _label_dir(workdir, "parts", label), proc, part, len(run_seed)
-        )
-        if results[label] is None:
-            return None
-    outcome = Outcome(settings, run_setting, run_seed, populations, results)
-    return _write_results(experiment, workdir, config, outcome)
+    try:
+        previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
+        populations = {
+            label: experiment.prepare(config, workdir, pop, progress)
+            for label, pop in populations.items()
+        }
+        results = {}
+        for label, _ in programs:
+            part = _train_program(
+                populations[label], label, config, workdir, proc, settings, run_setting, run_seed,
+                mine, progress, single=len(settings) == 1 and proc.count == 1 and len(programs) == 1,
+                extend_from=previous,
+            )  # fmt: skip
+            results[label] = distributed.gather_parts(
+                _label_dir(workdir, "parts", label), proc, part, len(run_seed)
+            )
+            if results[label] is None:
+                return None
+        outcome = Outcome(settings, run_setting, run_seed, populations, results)
+        return _write_results(experiment, workdir, config, outcome)
+    finally:
+        release(workdir, remove=True)  # a finished (or stopped) run leaves no lock behind
 
 
 class ProgressFile:

@@ -15,7 +15,7 @@ import numpy as np
 
 from nalu_jax.reporting import metrics as metrics_lib
 from nalu_jax.reporting import plots
-from nalu_jax.reporting.report import atomic_write, dumps, fmt, timing
+from nalu_jax.reporting.report import atomic_write, dumps, fmt, sci, steps, timing
 from nalu_jax.tasks.arithmetic import op_label
 
 SEED_COLUMNS = (
@@ -113,18 +113,21 @@ def summary_markdown(summary: dict) -> str:
         ("ranges", f"{s['interpolation_range']} -> {s['extrapolation_range']}"),
         ("seeds", f"{s['num_seeds']} (first {s['first_seed']}, root {s['root_seed']})"),
         ("steps", s["num_steps"]),
-        ("threshold", fmt(s["threshold"])),
+        (
+            "threshold (solved: extrapolation MSE below it at the best validation step)",
+            fmt(s["threshold"]),
+        ),  # fmt: skip
         ("success rate", f"{fmt(s['success_rate'], True)} [{fmt(lo, True)}, {fmt(hi, True)}]"),
         ("solved", f"{s['solved']} / {s['num_seeds']}"),
         (
             "solved at (median; mean [95% CI])",
-            f"{fmt(s['solved_at_median'])}; {fmt(s['solved_at_mean'])} "
-            f"[{fmt(s['solved_at_interval'][0])}, {fmt(s['solved_at_interval'][1])}]",
+            f"{steps(s['solved_at_median'])}; {steps(s['solved_at_mean'])} "
+            f"[{steps(s['solved_at_interval'][0])}, {steps(s['solved_at_interval'][1])}]",
         ),
         (
             "sparsity error (mean [95% CI])",
-            f"{fmt(s['sparsity_error_mean'])} [{fmt(s['sparsity_error_interval'][0])}, "
-            f"{fmt(s['sparsity_error_interval'][1])}]",
+            f"{sci(s['sparsity_error_mean'])} [{sci(s['sparsity_error_interval'][0])}, "
+            f"{sci(s['sparsity_error_interval'][1])}]",
         ),
         ("diverged", s["diverged"]),
         ("wall time", f"{s['wall_time_s']:.1f} s (compile {s['compile_time_s']:.1f} s)"),
@@ -179,24 +182,32 @@ def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, th
     atomic_write(join("seeds.csv"), seeds_csv(seeds, judgement, diverged_at))
     atomic_write(join("summary.json"), dumps(summary) + "\n")
     atomic_write(join("summary.md"), summary_markdown(summary))
-    atomic_write(
-        join("curves.png"), plots.curves_png(history, num_evals, threshold, running_solved)
+    title = (
+        f"{summary['model']}, {summary['task']} / {summary['op']}"
+        + (f", {summary['setting']}" if summary.get("setting") else "")
+        + f": {summary['num_steps']:,} steps, {summary['num_seeds']} seeds"
     )
+    curves = plots.curves_png(history, num_evals, threshold, running_solved, title)
+    atomic_write(join("curves.png"), curves)
 
 
 def combined_markdown(summaries: list) -> str:
     """One row per sweep setting: success rate with its interval, solved-at, sparsity."""
-    head = "| # | setting | success | 95% CI | solved at (median) | sparsity (mean) | diverged |"
+    models = ", ".join(dict.fromkeys(s["model"] for s in summaries))
+    # launch.compare_models names each row "MODEL [SETTING]"; a sweep's rows are its settings
+    by_model = all(str(s["setting"]).split(" ")[0] == s["model"] for s in summaries)
+    swept = any(s.get("setting_values") for s in summaries)
+    name = ("model and setting" if swept else "model") if by_model else "setting"
+    head = f"| # | {name} | success | 95% CI | solved at (median) | sparsity (mean) | diverged |"
     lines = [head, "|---|---|---|---|---|---|---|"]
     for h, s in enumerate(summaries):
         lo, hi = s["success_interval"]
         lines.append(
             f"| {h:03d} | {s['setting']} | {s['solved']}/{s['num_seeds']} "
             f"({fmt(s['success_rate'], True)}) | [{fmt(lo, True)}, {fmt(hi, True)}] | "
-            f"{fmt(s['solved_at_median'])} | {fmt(s['sparsity_error_mean'])} | {s['diverged']} |"
+            f"{steps(s['solved_at_median'])} | {sci(s['sparsity_error_mean'])} | {s['diverged']} |"
         )
     s0 = summaries[0]
-    models = ", ".join(dict.fromkeys(s["model"] for s in summaries))
     lines.append(
         f"\nmodel {models}; {s0['task']} / {s0['op']}; {s0['num_steps']} steps; "
         "Wilson 95% intervals.\n"

@@ -41,6 +41,8 @@ RANDOM_POLICY_KEY = 0x5EED_0DD
 
 def validate(config) -> None:
     """Every field a user may get wrong, as one ``ConfigError`` sentence."""
+    if a2c.rl_packages() is None:
+        raise ConfigError(f"the grid world needs the optional RL packages: {a2c.RL_EXTRA}.")
     e, m, tr = config.env, config.model, config.train
     validate_common(
         config,

@@ -17,19 +17,21 @@ def pyplot():
     return plt
 
 
-def png(fig) -> bytes:
-    """``fig`` as PNG bytes (then closed)."""
+def png(fig, title: str | None = None) -> bytes:
+    """``fig`` as PNG bytes (then closed); ``title`` also goes into the file's Title text."""
     plt = pyplot()
     buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100)
+    fig.savefig(buf, format="png", dpi=100, metadata={"Title": title} if title else None)
     plt.close(fig)
     return buf.getvalue()
 
 
-def curves_png(history: dict, num_evals: int, threshold: float, running_solved) -> bytes:
+def curves_png(
+    history: dict, num_evals: int, threshold: float, running_solved, title: str = ""
+) -> bytes:
     """Fraction of seeds solved over steps (``running_solved(valid, test, threshold)``), and
-    median / quartile MSE curves."""
+    median / quartile MSE curves; ``title`` names the run (model, op, steps, seeds)."""
     plt = pyplot()
     steps = history["step"][:num_evals]
     valid, test = history["valid_mse"][:num_evals], history["test_mse"][:num_evals]
@@ -41,11 +43,16 @@ def curves_png(history: dict, num_evals: int, threshold: float, running_solved) 
         with np.errstate(all="ignore"):
             q = np.nanquantile(np.where(np.isfinite(data), data, np.nan), [0.25, 0.5, 0.75], 1)
         (line,) = axes[1].plot(steps, q[1], label=f"{name} MSE (median)")
-        axes[1].fill_between(steps, q[0], q[2], color=line.get_color(), alpha=0.2)
+        axes[1].fill_between(
+            steps, q[0], q[2], color=line.get_color(), alpha=0.2,
+            label=f"{name} MSE (middle half of the seeds: 25%–75%)",
+        )  # fmt: skip
     axes[1].axhline(threshold, color="k", ls="--", lw=0.8, label="success threshold")
     axes[1].set(xlabel="step", ylabel="MSE", yscale="log")
     axes[1].legend(fontsize=8)
-    return png(fig)
+    if title:
+        fig.suptitle(title)
+    return png(fig, title)
 
 
 def group_plot(labels, series: dict, *, xlabel: str, x_scale: str, mse: dict) -> bytes:

@@ -115,6 +115,18 @@ def fmt(v, pct=False) -> str:
     return f"{100 * v:.1f}%" if pct else f"{v:.4g}"
 
 
+def steps(v) -> str:
+    """A step count (or a median or mean of them): a whole number with thousands separators."""
+    return fmt(v) if v is None or not math.isfinite(v) else f"{v:,.0f}"
+
+
+def sci(v) -> str:
+    """An error or an MSE, in one format whatever its size: 3 significant digits, e-notation."""
+    if v is None or not math.isfinite(v):
+        return fmt(v)
+    return f"{v:.2e}" if v else "0"
+
+
 def success_cell(group: dict) -> str:
     if "success_rate" not in group:
         return "n/a"

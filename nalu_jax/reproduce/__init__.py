@@ -153,12 +153,15 @@ def reproduce(
                                      directory=step[2])  # fmt: skip
         if summary is None:  # not process 0 of a multi-host run
             continue
+        took = cells_lib.duration(time.perf_counter() - t0)
+        guess = f", estimated {cells_lib.duration(estimates[c.key])}" if c.key in estimates else ""
+        log(f"   {c.key} trained in {took}{guess}")
         rdir = os.path.join(results, spec.name, c.key) if results else None
         if step[0] == "extend":
             results_lib.merge(rdir, step[2])
             located[c.key] = rdir
         elif step[3] is not None:
             results_lib.commit(step[2], step[3])
-            log(f"   committed to {step[3]} ({time.perf_counter() - t0:.0f} s)")
+            log(f"   committed to {step[3]}")
         write(spec, workdir, locate)
     return write(spec, workdir, locate)

@@ -29,15 +29,28 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import rlax
 from flax import struct
 
 from nalu_jax.envs.gridworld import EnvParams, GridWorld
+
+#: the optional extra the grid world's losses and policy come from (pyproject.toml)
+RL_EXTRA = "pip install -e '.[rl]' (rlax and distrax)"
+
+
+def rl_packages():
+    """``(rlax, distrax)``, imported on first use: the core install leaves them out, so only a
+    grid-world run needs them (``RL_EXTRA``); ``None`` when either is missing."""
+    try:
+        import distrax
+        import rlax
+    except ImportError:
+        return None
+    return rlax, distrax
+
 
 EVAL_KEY = 0x5EED_0A2C  # fixed: every seed and agent is judged on the same episodes
 
@@ -83,6 +96,7 @@ def rollout(env, model, env_states, params: EnvParams, key, horizon: int, greedy
     batch = env_states.time.shape[0]
     obs = jax.vmap(env.get_obs, (0, None))(env_states, params)
     step_env = jax.vmap(env.step_env, (None, 0, 0, None))
+    distrax = None if greedy else rl_packages()[1]
 
     def body(carry, t):
         states, obs, agent, alive = carry
@@ -102,6 +116,7 @@ def rollout(env, model, env_states, params: EnvParams, key, horizon: int, greedy
 
 def a2c_loss(ro: Rollout, hp: A2CHParams):
     """``(loss, aux)`` of one batch of episodes (time-major ``[L, B]``)."""
+    rlax = rl_packages()[0]
     w = ro.valid.astype(jnp.float32)
     values = jax.lax.stop_gradient(ro.values)
     bootstrap = jnp.concatenate([values, jnp.zeros_like(values[:1])])  # episodes end by L

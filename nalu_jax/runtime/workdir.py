@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import glob
 import json
@@ -55,10 +56,16 @@ def lock(workdir: str, name: str = LOCK) -> None:
     _held[path] = fd
 
 
-def release(workdir: str, name: str = LOCK) -> None:
-    """Give up this process's lock on ``workdir`` (no-op if not held)."""
-    fd = _held.pop(os.path.join(workdir, name), None)
+def release(workdir: str, name: str = LOCK, remove: bool = False) -> None:
+    """Give up this process's lock on ``workdir`` (no-op if not held); ``remove``: delete the
+    lock file first, while still holding it (a process that opened it meanwhile is refused,
+    one that opens it later creates a new one)."""
+    path = os.path.join(workdir, name)
+    fd = _held.pop(path, None)
     if fd is not None:
+        if remove:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
         os.close(fd)
 
 
