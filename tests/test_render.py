@@ -125,6 +125,9 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
          "machine": machine},
         {"first_seed": 20, "num_seeds": 80, "wall_time_s": 6264.0, "seed_steps_per_s": 16003.6,
          "machine": {**machine, "platform": "gpu", "device_kind": "NVIDIA H100"}},
+        {"first_seed": 100, "num_seeds": 10, "wall_time_s": 60.0, "seed_steps_per_s": 2e5,
+         "machine": {**machine, "platform": "gpu", "device_kind": "NVIDIA H100"},
+         "matmul_precision": "default"},
     ]  # fmt: skip
     _cell(root, "iclr2020-arithmetic/add-linear", _arith_summary(20, 20, 5_000_000),
           batches=batches)  # fmt: skip
@@ -132,7 +135,25 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
     assert rows == [
         "| + | Linear | 0–19 | 17.8 min | 93,854 | Test CPU (2 cores) |",
         "| + | Linear | 20–99 | 104.4 min | 16,004 | NVIDIA H100 |",
+        "| + | Linear | 100–109 | 1.0 min | 200,000 | NVIDIA H100, matmul_precision 'default' |",
     ]
+
+
+def test_provenance_names_the_device_and_a_precision_below_full(tmp_path):
+    root = tmp_path / "results"
+    machine = {"cpu": "Test CPU", "cores": 16, "platform": "gpu", "devices": 1,
+               "device_kind": "NVIDIA H100 80GB HBM3"}  # fmt: skip
+    batch = {"first_seed": 0, "num_seeds": 10, "commit": "abcdef0123", "dirty": False,
+             "date": "2026-11-25T10:00:00Z", "machine": machine, "wall_time_s": 60.0,
+             "seed_steps_per_s": 1000.0}  # fmt: skip
+    _cell(root, "a/full", _arith_summary(5, 10, 1000), batches=[batch])
+    _cell(root, "a/fast", _arith_summary(0, 10, 1000),
+          batches=[{**batch, "matmul_precision": "default"}])  # fmt: skip
+    r = render.Renderer(str(root))
+    assert r.provenance("a/full").endswith("2026-11-25, NVIDIA H100 80GB HBM3, 1.0 min")
+    assert r.provenance("a/fast").endswith(
+        "2026-11-25, NVIDIA H100 80GB HBM3, matmul_precision 'default', 1.0 min"
+    )
 
 
 def test_solved_in_all_sums_a_sweep_cells_settings(tmp_path):

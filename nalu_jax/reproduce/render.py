@@ -137,12 +137,7 @@ class Renderer:
                 parts.append(f"`{c}`: the same config and seeds as `{same}`, shown from it")
                 continue
             for b in self.batches(c):
-                m = b["machine"]
-                where = (
-                    f"{m['cpu']}, {m['cores']} cores"
-                    if m["platform"] == "cpu"
-                    else (f"{m['device_kind']}")
-                )
+                where = _machine(b, paren=False)
                 parts.append(
                     f"`{c}`: seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}, "
                     f"commit {b['commit'][:7]}{' (modified)' if b.get('dirty') else ''}, "
@@ -292,12 +287,7 @@ class Renderer:
                              f"the same run as `{same}` | | | |")  # fmt: skip
                 continue
             for b in batches:
-                m = b["machine"]
-                where = (
-                    f"{m['cpu']} ({m['cores']} cores)"
-                    if m["platform"] == "cpu"
-                    else m["device_kind"]
-                )
+                where = _machine(b)
                 lines.append(
                     f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
                     f"{b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1} | "
@@ -465,6 +455,21 @@ class Renderer:
                 return f"{NO_DATA} (`results/{e.args[0]}`)"
 
         return PLACEHOLDER.sub(one, template)
+
+
+def _machine(batch: dict, paren: bool = True) -> str:
+    """A provenance batch's machine: the CPU and its cores, or the accelerator's kind; then
+    its matmul precision when below full float32 (a batch recorded before the field existed
+    ran at full precision)."""
+    m = batch["machine"]
+    if m["platform"] == "cpu":
+        where = f"{m['cpu']} ({m['cores']} cores)" if paren else f"{m['cpu']}, {m['cores']} cores"
+    else:
+        where = m["device_kind"]
+    precision = batch.get("matmul_precision", "highest")
+    if precision not in ("highest", "float32"):
+        where += f", matmul_precision {precision!r}"
+    return where
 
 
 def _budget(fraction: float) -> str:
