@@ -78,7 +78,7 @@ def set_layer_precision(module: nnx.Module) -> nnx.Module:
     """Set ``precision = matmul_precision()`` on every Flax contraction layer in ``module``
     (itself included) and return it: ``nnx.Linear``/``Conv`` built without one, and the
     ``Linear`` gates inside ``nnx.LSTMCell``/``GRUCell``, which take no ``precision``."""
-    for _, layer in nnx.iter_modules(module):
+    for _, layer in nnx.iter_graph(module):  # every node of the graph
         if isinstance(layer, _FLAX_CONTRACTIONS):
             layer.precision = matmul_precision()
     return module
