@@ -87,6 +87,20 @@ def check_precision(config) -> int:
     return precision
 
 
+#: JAX's names for the precision of a float32 matrix product (``jax.lax.Precision``), strongest
+#: first; "float32"/"tensorfloat32"/"bfloat16" are aliases of "highest"/"high"/"default"
+MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16")
+
+
+def check_matmul_precision(value) -> str:
+    """``value`` if it is one of ``MATMUL_PRECISIONS``, else a one-sentence ``ConfigError``."""
+    if not isinstance(value, str) or value not in MATMUL_PRECISIONS:
+        raise ConfigError(
+            f"matmul_precision must be one of {list(MATMUL_PRECISIONS)}, got {value!r}."
+        )
+    return value
+
+
 def apply_precision(config) -> None:
     """Switch ``jax_enable_x64`` to match ``config.precision`` (64: on, 32: off).
 
@@ -106,6 +120,7 @@ def validate_common(config, positive=()) -> None:
     integers >= 1; the first bad one raises a one-sentence ``ConfigError``."""
     check_precision(config)
     check_seed_block(config.seed_block)
+    check_matmul_precision(config.get("matmul_precision", "highest"))
     for name, value in (
         ("num_seeds", config.num_seeds),
         ("eval_every", config.eval_every),
@@ -131,7 +146,7 @@ def validate_common(config, positive=()) -> None:
 
 #: run fields added after results were committed, with the value every older run had: a config
 #: written without one (a results cell, a workdir) compares as if it held that value
-ADDED_FIELDS = {"cpu_ynn_fusions": True}
+ADDED_FIELDS = {"cpu_ynn_fusions": True, "matmul_precision": "highest"}
 
 
 def with_added_fields(config: dict) -> dict:
@@ -160,6 +175,10 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     c.seed_block = ml_collections.FieldReference(SEED_BLOCK_AUTO, field_type=object)
     c.cpu_seed_block = seed_block  # what "auto" is on XLA:CPU (small kernels suit its caches)
     c.precision = 32  # 32, or 64: jax_enable_x64 (float64 model, loss, optimiser; see README)
+    # Every contraction of units, models and evaluation at this jax.lax.Precision: "highest"
+    # is full float32 on every platform; "default" lets a GPU use TF32 (fast, ~1e-3 relative
+    # error: no arithmetic seed passes), and the run's summary says so. Same bits on XLA:CPU.
+    c.matmul_precision = "highest"
     c.tensorboard = True  # TensorBoard events in WORKDIR/tensorboard (nalu_jax.reporting.events)
     # On CPU, XLA hands some fusions (dots, reductions) to the YNNPACK library. False compiles
     # the training program with XLA's own kernels for all of them: another summation order

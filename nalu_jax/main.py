@@ -71,6 +71,8 @@ def main(argv) -> None:
             results.commit(_WORKDIR.value, _RESULTS.value)
     if summary is None:  # a non-zero process of a multi-host run: process 0 reports
         return
+    if "matmul_precision" in summary:  # below full precision (engine.run): say so first
+        print(f"Matrix products at matmul_precision = {summary['matmul_precision']!r}.")
     print(experiment_of(config).format_summary(summary))
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 

@@ -126,16 +126,39 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
         {"first_seed": 20, "num_seeds": 80, "wall_time_s": 6264.0, "seed_steps_per_s": 16003.6,
          "machine": {**machine, "platform": "gpu", "device_kind": "NVIDIA H100"},
          "commit": "b1d1504bbbb", "dirty": True, "date": "2026-11-25T10:00:00Z"},
+        {"first_seed": 100, "num_seeds": 10, "wall_time_s": 60.0, "seed_steps_per_s": 2e5,
+         "machine": {**machine, "platform": "gpu", "device_kind": "NVIDIA H100"},
+         "matmul_precision": "default", "commit": "b1d1504bbbb", "dirty": True,
+         "date": "2026-11-25T11:00:00Z"},
     ]  # fmt: skip
     _cell(root, "iclr2020-arithmetic/add-linear", _arith_summary(20, 20, 5_000_000),
           batches=batches)  # fmt: skip
     rows = render.Renderer(str(root)).timing_table("iclr2020-arithmetic").splitlines()[2:]
     assert rows == [
-        "| + | Linear (merged: 2 batches at 2 commits) | 0–19 | 09046a2 | 2026-11-24 | 17.8 min"
+        "| + | Linear (merged: 3 batches at 2 commits) | 0–19 | 09046a2 | 2026-11-24 | 17.8 min"
         " | 93,854 | Test CPU (2 cores) |",
-        "| + | Linear (merged: 2 batches at 2 commits) | 20–99 | b1d1504 (modified) | 2026-11-25"
+        "| + | Linear (merged: 3 batches at 2 commits) | 20–99 | b1d1504 (modified) | 2026-11-25"
         " | 104.4 min | 16,004 | NVIDIA H100 |",
+        "| + | Linear (merged: 3 batches at 2 commits) | 100–109 | b1d1504 (modified) | 2026-11-25"
+        " | 1.0 min | 200,000 | NVIDIA H100, matmul_precision 'default' |",
     ]
+
+
+def test_provenance_names_the_device_and_a_precision_below_full(tmp_path):
+    root = tmp_path / "results"
+    machine = {"cpu": "Test CPU", "cores": 16, "platform": "gpu", "devices": 1,
+               "device_kind": "NVIDIA H100 80GB HBM3"}  # fmt: skip
+    batch = {"first_seed": 0, "num_seeds": 10, "commit": "abcdef0123", "dirty": False,
+             "date": "2026-11-25T10:00:00Z", "machine": machine, "wall_time_s": 60.0,
+             "seed_steps_per_s": 1000.0}  # fmt: skip
+    _cell(root, "a/full", _arith_summary(5, 10, 1000), batches=[batch])
+    _cell(root, "a/fast", _arith_summary(0, 10, 1000),
+          batches=[{**batch, "matmul_precision": "default"}])  # fmt: skip
+    r = render.Renderer(str(root))
+    assert r.provenance("a/full").endswith("2026-11-25, NVIDIA H100 80GB HBM3, 1.0 min")
+    assert r.provenance("a/fast").endswith(
+        "2026-11-25, NVIDIA H100 80GB HBM3, matmul_precision 'default', 1.0 min"
+    )
 
 
 def test_solved_in_all_sums_a_sweep_cells_settings(tmp_path):

@@ -51,6 +51,7 @@ def test_commit_skip_and_extend_equal_one_larger_run(case, tmp_path):
     prov = json.load(open(cell / "provenance.json"))["batches"]
     assert [(b["first_seed"], b["num_seeds"], b["num_steps"]) for b in prov] == [(0, 2, 1000)]
     assert prov[0]["machine"]["platform"] == jax_platform() and prov[0]["versions"]["jax"]
+    assert prov[0]["machine"]["device_kind"] and prov[0]["matmul_precision"] == "highest"
     assert not (cell / "checkpoints").exists() and not (cell / "metrics.jsonl").exists()
 
     again = launch(*args, "--seeds=2", f"--workdir={tmp_path / 'w2b'}", f"--results={res}")
@@ -173,7 +174,7 @@ def test_a_field_added_later_compares_as_its_old_value(tmp_path):
     from nalu_jax.config import ADDED_FIELDS
     from nalu_jax.runtime.workdir import prepare_workdir, release
 
-    assert ADDED_FIELDS == {"cpu_ynn_fusions": True}
+    assert ADDED_FIELDS == {"cpu_ynn_fusions": True, "matmul_precision": "highest"}
     old = {"num_seeds": 2, "first_seed": 0, "num_steps": 10, "model": {"name": "nmu"}}
     cell = tmp_path / "cell"
     cell.mkdir()
@@ -181,6 +182,8 @@ def test_a_field_added_later_compares_as_its_old_value(tmp_path):
     (cell / "provenance.json").write_text('{"batches": []}')
     assert results_lib.status(str(cell), {**old, "cpu_ynn_fusions": True}) == ("done", 2)
     assert results_lib.status(str(cell), {**old, "cpu_ynn_fusions": False}) == ("other", 2)
+    assert results_lib.status(str(cell), {**old, "matmul_precision": "highest"}) == ("done", 2)
+    assert results_lib.status(str(cell), {**old, "matmul_precision": "default"}) == ("other", 2)
 
     config = load_config("arithmetic", "model=nmu")
     written = json.loads(config.to_json_best_effort())

@@ -10,6 +10,7 @@ from flax import nnx
 
 from nalu_jax.units import ArithmeticModel, ArithmeticUnit, nau_radius, register_unit
 from nalu_jax.units.nau_nmu import nau_sparse, nau_z
+from nalu_jax.units.precision import matmul
 
 
 class ScaledNAU(ArithmeticUnit):
@@ -28,7 +29,7 @@ class ScaledNAU(ArithmeticUnit):
         self.s = nnx.Param(jnp.ones(()))
 
     def __call__(self, x, *, training: bool = False, key=None):
-        return self.s[...] * (x @ jnp.clip(self.w[...], -1.0, 1.0))
+        return self.s[...] * matmul(x, jnp.clip(self.w[...], -1.0, 1.0))  # x @ W
 
     def regularizers(self, x, *, training: bool = False, key=None) -> dict:
         return {"sparse": nau_sparse(self.w[...]), "z": nau_z(self.w[...], x)}

@@ -39,6 +39,7 @@ from nalu_jax.engine.train import Trainer, budget_warnings, num_evaluations, see
 from nalu_jax.reporting.report import atomic_write, dumps
 from nalu_jax.runtime import distributed
 from nalu_jax.runtime.workdir import extended_from, prepare_workdir, release
+from nalu_jax.units.precision import Precision, precision_named, use_matmul_precision
 
 
 @dataclasses.dataclass
@@ -198,10 +199,21 @@ def run(
     """Train every seed (of every sweep setting and program) of ``experiment`` (an
     ``Experiment``, e.g. ``EXPERIMENTS["arithmetic"]``), judge, write the workdir.
 
+    Everything is built and traced at ``config.matmul_precision`` (``nalu_jax.units.precision``);
+    a run below full precision says so in its ``summary.json`` and ``summary.md``.
     Returns the experiment's summary dict, or ``None`` in a non-zero process of a multi-host
     run (process 0 writes the results). ``warn_budget=False``: no budget warning (a timing
     run's short budget is not the run a user made).
     """
+    name = config.get("matmul_precision", "highest")
+    with use_matmul_precision(name):
+        summary = _run(experiment, config, workdir, overwrite, progress, warn_budget)
+    if summary is not None and precision_named(name) != Precision.HIGHEST:
+        summary = _state_matmul_precision(workdir, name, summary)
+    return summary
+
+
+def _run(experiment, config, workdir: str, overwrite: bool, progress: bool, warn_budget: bool):
     experiment.validate(config)
     resolve_seed_block(config)  # "auto": the platform's block, recorded in config.json
     apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
@@ -335,6 +347,28 @@ def _write_results(experiment, workdir, config, outcome: Outcome):
     atomic_write(os.path.join(workdir, "summary.json"), dumps(combined) + "\n")
     atomic_write(os.path.join(workdir, "summary.md"), experiment.format_summary(combined))
     return combined
+
+
+def _state_matmul_precision(workdir: str, name: str, summary: dict) -> dict:
+    """Make the workdir's ``summary.json`` (and each sweep setting's) carry ``matmul_precision``
+    and its ``summary.md`` open with a sentence saying the run was below full precision."""
+    note = (
+        f"Matrix products at matmul_precision = {name!r}, below full float32 precision "
+        "(on a GPU: TF32 or bfloat16 passes).\n\n"
+    )
+    settings = os.path.join(workdir, "settings")
+    subdirs = sorted(os.listdir(settings)) if os.path.isdir(settings) else []
+    for out in [workdir, *(os.path.join(settings, d) for d in subdirs)]:
+        md, path = os.path.join(out, "summary.md"), os.path.join(out, "summary.json")
+        if os.path.exists(md):
+            with open(md) as f:
+                atomic_write(md, note + f.read())
+        if os.path.exists(path):
+            with open(path) as f:
+                written = json.load(f)
+            if isinstance(written, dict):
+                atomic_write(path, dumps({**written, "matmul_precision": name}) + "\n")
+    return {**summary, "matmul_precision": name}
 
 
 def _state_setting(out: str, h: int, count: int, setting, summary: dict) -> None:

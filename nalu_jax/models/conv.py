@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nalu_jax.units.precision import einsum, matmul
+
 #: Toeplitz when its multiply count is at most this many times im2col's (it moves far less memory)
 TOEPLITZ_MAX_RATIO = 4.0
 #: else bands when W ≤ this × kw, else im2col. 28×28 digit CNN on the idle 2-core EPYC: 640
@@ -87,7 +89,7 @@ def toeplitz(kernel, in_shape, padding: str):
     """Kernel ``[kh, kw, C, O]`` → the dense matrix ``[H·W·C, h·w·O]`` of the convolution."""
     kh, kw, c, o = kernel.shape
     table = jnp.asarray(tap_table(tuple(in_shape), (kh, kw), padding))
-    t = jnp.einsum("pqt,tco->pcqo", table, kernel.reshape(kh * kw, c, o))
+    t = einsum("pqt,tco->pcqo", table, kernel.reshape(kh * kw, c, o))
     return t.reshape(table.shape[0] * c, table.shape[1] * o)
 
 
@@ -103,7 +105,7 @@ def band(kernel, block: int):
     b through tap x − b. Every block of every row uses the same matrix."""
     kh, kw, c, o = kernel.shape
     table = jnp.asarray(axis_taps(block + kw - 1, kw, "VALID"))
-    t = jnp.einsum("xbj,ijco->ixcbo", table, kernel)
+    t = einsum("xbj,ijco->ixcbo", table, kernel)
     return t.reshape(kh * (block + kw - 1) * c, block * o)
 
 
@@ -137,7 +139,7 @@ def _rows_matmul(a, b):
     gradient then contracts one flattened axis instead of three, which XLA:CPU lays out far
     better: the 28×28 training step went from 31–33% to 34–37% of the matmul rate
     (WORKSPACE "Profile: sequence step")."""
-    return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
+    return matmul(a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
 
 
 def conv2d(x, kernel, bias, padding: str):
@@ -148,7 +150,7 @@ def conv2d(x, kernel, bias, padding: str):
     h, w = output_side(hi, kh, padding), output_side(wi, kw, padding)
     how = method((hi, wi), kernel.shape, padding)
     if how == "toeplitz":
-        y = x.reshape(n, hi * wi * c) @ toeplitz(kernel, (hi, wi), padding)
+        y = matmul(x.reshape(n, hi * wi * c), toeplitz(kernel, (hi, wi), padding))
     elif how == "band":
         block = band_block(w, kw)
         y = _rows_matmul(band_stack(x, (kh, kw), padding, block), band(kernel, block))

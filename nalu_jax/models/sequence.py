@@ -16,6 +16,7 @@ from nalu_jax.models import conv
 from nalu_jax.tasks import digits as digits_lib
 from nalu_jax.units import make_unit
 from nalu_jax.units._base import float_dtype
+from nalu_jax.units.precision import matmul, set_layer_precision
 from nalu_jax.units.recurrent import (
     LOG_SPACE_UNITS,
     RECURRENT_BASELINES,
@@ -57,6 +58,7 @@ class DigitCNN(nnx.Module):
         self.conv2 = nnx.Conv(20, 50, (5, 5), padding=self.padding, rngs=rngs)
         self.dense1 = nnx.Linear(50 * h * w, 500, rngs=rngs)
         self.dense2 = nnx.Linear(500, outputs, rngs=rngs)
+        set_layer_precision(self)
 
     def __call__(self, images):
         # nnx.Conv holds the parameters (names, shapes, init); the convolution and pooling run
@@ -131,6 +133,7 @@ class SequentialDigitsModel(nnx.Module):
         size = hidden or out
         self.cell = None if self.solved else make_cell(cell, out, size, rngs=rngs, **options)
         self.head = nnx.Linear(hidden, out, rngs=rngs) if hidden else None
+        set_layer_precision(self)
 
     def digit_values(self, images):
         """images ``[N, H, W]`` → l ``[N, out]``."""
@@ -228,6 +231,7 @@ class NumberTranslationModel(nnx.Module):
         self.embedding = nnx.Embed(vocab_size, embedding_size, rngs=rngs)
         self.lstm = make_cell("lstm", embedding_size, hidden_size, rngs=rngs)
         self.readout = nnx.Linear(hidden_size, hidden_size, rngs=rngs) if readout else None
+        set_layer_precision(self)
         if output == "recurrent":
             self.cell = make_cell(cell, hidden_size, 1, rngs=rngs, **options)
         else:
@@ -243,7 +247,7 @@ class NumberTranslationModel(nnx.Module):
         the work: the vocabulary has 30 words, a batch 64 × T tokens.
         """
         w_in, _, _ = self.lstm.gate_weights()
-        table = self.embedding.embedding[...] @ w_in
+        table = matmul(self.embedding.embedding[...], w_in)
         features, _ = unroll_projected(self.lstm, jnp.take(table, tokens, axis=0))
         if self.readout is not None:
             features = self.readout(features)

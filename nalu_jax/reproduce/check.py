@@ -54,11 +54,13 @@ def committed_config(committed: dict, num_seeds: int, base=None):
     ``num_seeds`` seeds, built on ``base`` (a table cell's config; default: the experiment's
     config file, ``configs/EXPERIMENT.py``); fails when this code cannot express it."""
     from nalu_jax.config import load_config
+    from nalu_jax.engine.blocks import resolve_seed_block
     from nalu_jax.reproduce.results import _comparable, config_dict
 
     config = base if base is not None else load_config(committed.get("experiment", "arithmetic"))
     _overlay(config, committed)
     config.num_seeds = int(num_seeds)
+    resolve_seed_block(config)  # the committed integer block stays; "cpu_seed_block" goes
     config.tensorboard = False  # not part of a cell's identity (results.IGNORED_FIELDS)
     if _comparable(config_dict(config)) != _comparable(committed):
         raise ConfigError("this code cannot express the committed config of the cell.")

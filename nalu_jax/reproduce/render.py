@@ -153,12 +153,7 @@ class Renderer(
                 parts.append(f"`{c}`: the same config and seeds as `{same}`, shown from it")
                 continue
             for b in self.batches(c):
-                m = b["machine"]
-                where = (
-                    f"{m['cpu']}, {m['cores']} cores"
-                    if m["platform"] == "cpu"
-                    else (f"{m['device_kind']}")
-                )
+                where = _machine(b, paren=False)
                 parts.append(
                     f"`{c}`: seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}, "
                     f"commit {b['commit'][:7]}{' (modified)' if b.get('dirty') else ''}, "
@@ -314,12 +309,7 @@ class Renderer(
                 else (f" (merged: {len(batches)} batches)" if len(batches) > 1 else "")
             )
             for b in batches:
-                m = b["machine"]
-                where = (
-                    f"{m['cpu']} ({m['cores']} cores)"
-                    if m["platform"] == "cpu"
-                    else m["device_kind"]
-                )
+                where = _machine(b)
                 lines.append(
                     f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label}{merged} | "
                     f"{b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1} | "
@@ -502,6 +492,21 @@ def _wall(batch: dict) -> str:
     """A batch's wall time, or "wall time not recorded" (a zero or missing record)."""
     w = batch.get("wall_time_s")
     return f"{w / 60:.1f} min" if w else "wall time not recorded"
+
+
+def _machine(batch: dict, paren: bool = True) -> str:
+    """A provenance batch's machine: the CPU and its cores, or the accelerator's kind; then
+    its matmul precision when below full float32 (a batch recorded before the field existed
+    ran at full precision)."""
+    m = batch["machine"]
+    if m["platform"] == "cpu":
+        where = f"{m['cpu']} ({m['cores']} cores)" if paren else f"{m['cpu']}, {m['cores']} cores"
+    else:
+        where = m["device_kind"]
+    precision = batch.get("matmul_precision", "highest")
+    if precision not in ("highest", "float32"):
+        where += f", matmul_precision {precision!r}"
+    return where
 
 
 def _budget(fraction: float) -> str:

@@ -11,7 +11,8 @@ tree and writes ``provenance.json`` beside them:
         seeds.csv         one row per seed (and any other per-seed *.csv the experiment wrote,
                           e.g. ``errors.csv``, ``lengths.csv``, ``reference/seeds.csv``,
                           ``settings/NNN/seeds.csv`` for a sweep)
-        provenance.json   one entry per batch of seeds: commit, date, machine, devices,
+        provenance.json   one entry per batch of seeds: commit, date, machine, devices
+                          (platform and device kind), matmul precision,
                           library versions, wall time, seed-steps/s, seeds, budget, command
 
 A cell is written atomically (a temporary directory renamed into place), so a reader sees the
@@ -156,6 +157,8 @@ def provenance_entry(
         "num_seeds": int(config["num_seeds"]),
         "num_steps": int(config.get("num_steps", 0) or 0),
         "command": command if command is not None else invocation(sys.argv),
+        # the platform and device kind are in "machine"; "default" is TF32 on an NVIDIA GPU
+        "matmul_precision": config.get("matmul_precision", "highest"),
         **timings,
     }
 

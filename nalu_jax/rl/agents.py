@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from flax import nnx, struct
 
 from nalu_jax.units import make_unit
+from nalu_jax.units.precision import set_layer_precision
 
 
 @struct.dataclass
@@ -38,6 +39,7 @@ def _heads(self, hidden: int, num_actions: int, rngs: nnx.Rngs) -> None:
         rngs=rngs,
     )
     self.value = nnx.Linear(hidden, 1, rngs=rngs)
+    set_layer_precision(self)  # the heads and the LSTM's gates (flax cells take none)
 
 
 class LSTMAgent(nnx.Module):

@@ -30,6 +30,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from nalu_jax.units.precision import matmul
+
 EPS = 1e-7
 F32_EPS = float(jnp.finfo(jnp.float32).eps)  # ≈ 1.19e-7, the NPU/NMRU ε
 
@@ -178,11 +180,11 @@ THIN = 4  # layers with at most this many outputs use ``thin_matmul``'s gradient
 
 @jax.custom_vjp
 def _thin_matmul(x, w):
-    return x @ w
+    return matmul(x, w)
 
 
 def _thin_matmul_fwd(x, w):
-    return x @ w, (x, w)
+    return matmul(x, w), (x, w)
 
 
 def _thin_matmul_bwd(residuals, g):
@@ -192,7 +194,7 @@ def _thin_matmul_bwd(residuals, g):
     # dW = xᵀg, as products reduced over the batch with `in` as the minor axis: XLA:CPU runs
     # the dot form (a contraction over the major axis) ~3.5× slower for out ≤ 4.
     dw = jnp.sum(xb[:, None, :] * gb[:, :, None], axis=0).T
-    return g @ w.T, dw
+    return matmul(g, w.T), dw
 
 
 _thin_matmul.defvjp(_thin_matmul_fwd, _thin_matmul_bwd)
@@ -201,12 +203,12 @@ _thin_matmul.defvjp(_thin_matmul_fwd, _thin_matmul_bwd)
 def thin_matmul(x, w):
     """``x [..., in] @ w [in, out]`` with a faster weight gradient when ``out`` is small.
 
-    Same value as ``x @ w``; for ``out ≤ THIN`` the backward pass computes ``xᵀg`` as a
+    Same value as ``x @ w`` at ``matmul_precision()``; for ``out ≤ THIN`` the backward pass computes ``xᵀg`` as a
     reduction that vectorises along ``in`` (benchmarks/throughput.py: the arithmetic task's
     first layer, 100 → 2, dominated the training step as a dot).
     """
     if w.shape[-1] > THIN:
-        return x @ w
+        return matmul(x, w)
     return _thin_matmul(x, w)
 
 

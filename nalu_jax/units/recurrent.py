@@ -35,6 +35,7 @@ from flax import nnx
 from nalu_jax.units import UNITS, make_unit
 from nalu_jax.units._base import check_choice, float_dtype, thin_matmul
 from nalu_jax.units.nac import log_input
+from nalu_jax.units.precision import matmul, set_layer_precision
 
 RECURRENT_BASELINES = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 #: units whose forward is exp(log(|x| + ε) @ W) and that can therefore run in log space
@@ -170,6 +171,7 @@ class BaselineCell(nnx.Module):
         else:
             act = jnp.tanh if kind == "rnn_tanh" else jax.nn.relu
             self.core = nnx.SimpleCell(in_features, hidden_size, activation_fn=act, rngs=rngs)
+        set_layer_precision(self.core)  # flax's cells take no precision: their gates' Linears
         if self.learn_initial_state:
             _offset(self, "h0", hidden_size)
             if kind == "lstm":
@@ -208,7 +210,7 @@ class BaselineCell(nnx.Module):
         (``gate_weights``): ``nnx.LSTMCell``'s update with the four gates in one matmul."""
         c, h = state
         gate, act = self.core.gate_fn, self.core.activation_fn
-        z = z_in + (h @ w_h + bias)
+        z = z_in + (matmul(h, w_h) + bias)
         zi, zf, zg, zo = jnp.split(z, 4, axis=-1)
         i, f, g, o = gate(zi), gate(zf), act(zg), gate(zo)
         c = f * c + i * g
