@@ -147,8 +147,12 @@ def test_overlap_is_computed():
 def test_estimate_scales_with_runs_and_steps():
     spec = specs.table("primer-single-module")
     c = cell_config(spec, specs.cells(spec, ["nmu"], ["mul"])[0])
-    est = estimate_s(c, {"seed_steps_per_s": 225 * 50_000 / 100.0, "compile_s": 5.0})
-    assert est == pytest.approx(105.0)
+    # a timing run of 225 runs × 500 steps at 112,500 seed-steps/s: 1 s of training in 6 s,
+    # so 5 s fixed; the cell's 225 × 50,000 seed-steps take 100 s more
+    speed = 225 * 50_000 / 100.0
+    calibration = {"seed_steps_per_s": speed, "compile_s": 5.0, "wall_s": 6.0,
+                   "seed_steps": 225 * 500}  # fmt: skip
+    assert estimate_s(c, calibration) == pytest.approx(105.0)
 
 
 def fake_summary(solved, seeds=10, steps=1000, **extra):
