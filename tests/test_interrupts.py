@@ -89,28 +89,27 @@ def test_compare_models_saves_and_exits_143_on_sigterm(tmp_path):
     assert "saved at step" in line
 
 
-def test_recurrent_lengths_exits_130_on_sigint_while_reading(tmp_path):
+def _interrupted_while_reading(tmp_path, name: str, args: list, sig) -> None:
+    """Start ``args`` with ``WORKDIR/nau/NAME`` a FIFO nobody writes yet (the launcher blocks
+    opening it), then send ``sig``: one sentence and its status."""
     os.makedirs(tmp_path / "nau")
-    fifo = str(tmp_path / "nau" / "config.json")
+    fifo = str(tmp_path / "nau" / name)
     os.mkfifo(fifo)
-    proc = _start(["launch.recurrent_lengths", "--config=configs/recurrent.py:model=nau,smoke",
-                   "--models=nau", f"--workdir={tmp_path}"])  # fmt: skip
+    proc = _start([*args, f"--workdir={tmp_path}"])
     writer = _Writer(fifo)
-    _wait(proc, writer, "it opened config.json")
+    _wait(proc, writer, f"it opened {name}")
     try:
-        _one_sentence(proc, signal.SIGINT)
+        _one_sentence(proc, sig)
     finally:
         writer.close()
+
+
+def test_recurrent_lengths_exits_130_on_sigint_while_reading(tmp_path):
+    args = ["launch.recurrent_lengths", "--config=configs/recurrent.py:model=nau,smoke",
+            "--models=nau"]  # fmt: skip
+    _interrupted_while_reading(tmp_path, "config.json", args, signal.SIGINT)
 
 
 def test_best_of_exits_143_on_sigterm_while_reading(tmp_path):
-    os.makedirs(tmp_path / "nau")
-    fifo = str(tmp_path / "nau" / "seeds.csv")
-    os.mkfifo(fifo)
-    proc = _start(["launch.best_of", "--k=2", "--models=nau", f"--workdir={tmp_path}"])
-    writer = _Writer(fifo)
-    _wait(proc, writer, "it opened seeds.csv")
-    try:
-        _one_sentence(proc, signal.SIGTERM)
-    finally:
-        writer.close()
+    args = ["launch.best_of", "--k=2", "--models=nau"]
+    _interrupted_while_reading(tmp_path, "seeds.csv", args, signal.SIGTERM)

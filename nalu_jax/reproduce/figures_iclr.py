@@ -51,38 +51,38 @@ def _fig(name, axis, source, seeds=50, steps=5_000_000, ops=("mul",), models=_MU
                      axis=axis, **kw)  # fmt: skip
 
 
-FIGURES = {
-    "iclr2020-hidden-size": _fig(
+FIGURES = {spec.name: spec for spec in (  # each figure's TableSpec by its name
+    _fig(
         "iclr2020-hidden-size",
         Axis("hidden_size", "hidden size", "model.hidden_size", _HIDDEN,
              tuple(f"h{h}" for h in _HIDDEN)),
         "§4.1 Figure 3 (top) and App. C (hidden size)",
     ),
-    "iclr2020-range": _fig(
+    _fig(
         "iclr2020-range",
         Axis("range", "interpolation range", "task.range_pair", RANGE_PAIRS,
              tuple(f"r{i}" for i in range(1, len(RANGE_PAIRS) + 1)), sweep="range_pair"),
         "§4.1 Figure 3 (bottom) and App. C.5 (interpolation range)",
     ),
-    "iclr2020-input-size": _fig(
+    _fig(
         "iclr2020-input-size",
         Axis("input_size", "input size", "task.input_size", _INPUT,
              tuple(f"i{n}" for n in _INPUT), steps=_INPUT_STEPS),
         "App. C.5 Figure (input size)",
     ),
-    "iclr2020-overlap": _fig(
+    _fig(
         "iclr2020-overlap",
         Axis("overlap_ratio", "overlap ratio", "task.overlap_ratio", _OVERLAP,
              tuple(f"o{v:g}" for v in _OVERLAP)),
         "App. C.5 Figure (overlap ratio)",
     ),
-    "iclr2020-subset": _fig(
+    _fig(
         "iclr2020-subset",
         Axis("subset_ratio", "subset ratio", "task.subset_ratio", _SUBSET,
              tuple(f"s{v:g}" for v in _SUBSET)),
         "App. C.5 Figure (subset ratio)",
     ),
-    "iclr2020-lambda": _fig(
+    _fig(
         "iclr2020-lambda",
         Axis("reg_scale", "λ̂_sparse", "train.reg_scale", _LAMBDA, (), sweep="reg_scale"),
         "App. C.7 Figures (λ̂_sparse: NAU on + and −, NMU on ×)",
@@ -91,7 +91,7 @@ FIGURES = {
         models_by_op={"add": ("nau",), "sub": ("nau",), "mul": ("nmu",)},
         first_seed=25,
     ),
-}  # fmt: skip
+)}  # fmt: skip
 
 
 #: what the paper's text says of each figure, as a check of our success rates: ``(claim,

@@ -49,6 +49,7 @@ import re
 import sys
 
 from nalu_jax.reproduce import results as results_lib
+from nalu_jax.reproduce.seedtests import fraction_words
 from nalu_jax.reproduce.verdicts import (
     BudgetFunctions,
     CrossCommitFunctions,
@@ -510,10 +511,7 @@ def _machine(batch: dict, paren: bool = True) -> str:
 
 
 def _budget(fraction: float) -> str:
-    if fraction >= 1:
-        return "the full"
-    inv = 1 / fraction
-    return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{fraction:.2g}"
+    return "the full" if fraction >= 1 else fraction_words(fraction)
 
 
 def render(template_path: str, root: str) -> str:
