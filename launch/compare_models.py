@@ -16,6 +16,9 @@ model, so it trains once: the first model's ``reference.json`` is kept as
 
     python -m launch.compare_models --config=configs/sequential_mnist.py:task=product \
         --models=nmu,nac_mul,nalu,lstm --workdir=runs/smnist_product
+
+``--smoke`` adds the config file's ``smoke`` variant to ``--config`` (a run of seconds to a
+minute through the whole path; ``nalu_jax.cli.smoke_argv``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with vari
 _MODELS = flags.DEFINE_list("models", None, "Model names to compare, e.g. nmu,nac_mul,nalu.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Parent directory: one subdirectory per model.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per model.")
+flags.DEFINE_bool("smoke", False, cli.SMOKE_HELP)  # read by cli.smoke_argv
 _RESULTS = flags.DEFINE_string(
     "results",
     None,
@@ -100,4 +104,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    cli.run(main, smoke=True)

@@ -13,6 +13,9 @@ construction; ε and samples as the config's). At the run's own ``task.test_leng
 sequences are the run's test set. Writes ``WORKDIR/lengths.md`` (the table),
 ``WORKDIR/lengths.png`` (success rate with Wilson intervals and median MSE against length) and
 ``WORKDIR/lengths.json``; per model ``WORKDIR/MODEL/lengths.csv`` (per seed).
+
+``--smoke`` adds the config file's ``smoke`` variant, as for ``compare_models.py --smoke``
+(whose runs it then judges in seconds).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file with vari
 _MODELS = flags.DEFINE_list("models", None, "Model names, e.g. nau,nac_add,lstm.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Parent directory of the runs (one per model).")
 _LENGTHS = flags.DEFINE_list("lengths", ["1", "10", "100", "1000"], "Test sequence lengths.")
+flags.DEFINE_bool("smoke", False, cli.SMOKE_HELP)  # read by cli.smoke_argv
 _SAMPLES = flags.DEFINE_integer(
     "threshold_samples", None, "Simulated sequences per threshold (default: the config's)."
 )
@@ -122,4 +126,4 @@ def main(argv) -> None:
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    cli.run(main, smoke=True)

@@ -117,17 +117,21 @@ def _interrupt(signum, frame):
     raise Interrupted(signum, None)
 
 
-def run(main, *, config_items: bool = False) -> None:
+def run(main, *, config_items: bool = False, smoke: bool = False) -> None:
     """``app.run(main)`` with config and flag errors turned into one sentence and status 2,
     and SIGINT/SIGTERM into one sentence and 130/143 wherever they arrive (training has its
     own handler while it runs: it saves first, ``engine.loop``). ``config_items``: take
     ``--config.FIELD=VALUE`` arguments out of the command line into ``CONFIG_ITEMS`` (a
-    launcher that builds its configs applies them with ``nalu_jax.config.apply_overrides``)."""
+    launcher that builds its configs applies them with ``nalu_jax.config.apply_overrides``).
+    ``smoke``: the entry point has a ``--smoke`` flag (``SMOKE_HELP``), which adds the config
+    file's ``smoke`` variant to ``--config`` (``smoke_argv``)."""
     from nalu_jax.engine.run import Interrupted
 
     parser = _parse_flags
     if config_items:
         parser = lambda argv: _parse_flags(take_config_items(argv, CONFIG_ITEMS))
+    if smoke:
+        parser = (lambda inner: lambda argv: inner(smoke_argv(argv)))(parser)
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _interrupt)
@@ -137,6 +141,38 @@ def run(main, *, config_items: bool = False) -> None:
         fail(str(e))
     except Interrupted as e:  # outside reported_errors: nothing was training
         fail(_interrupted(e), e.status)
+
+
+#: the ``--smoke`` flag's help in the entry points that take a ``--config`` file
+SMOKE_HELP = (
+    "A run of seconds to a minute through the whole path (not a published protocol): adds the "
+    "config file's 'smoke' variant (few seeds, few steps, small evaluation sets) to --config; "
+    "--config.FIELD overrides still apply."
+)
+
+
+def smoke_argv(argv) -> list:
+    """``argv`` with ``,smoke`` added to the variant of its ``--config=FILE[:VARIANT]`` when
+    ``--smoke`` (or ``--smoke=true``) is among its arguments: the config file's own smoke
+    variant, loaded before any ``--config.FIELD`` override is applied."""
+    args = list(argv)
+    on = [a.lstrip("-").lower() in ("smoke", "smoke=true", "smoke=1") for a in args[1:]]
+    off = [a.lstrip("-").lower() in ("nosmoke", "smoke=false", "smoke=0") for a in args[1:]]
+    if not any(on) or (max((i for i, x in enumerate(off) if x), default=-1)
+                       > max(i for i, x in enumerate(on) if x)):  # fmt: skip
+        return args
+    for i, arg in enumerate(args[1:], 1):
+        if arg.lstrip("-").startswith("config="):
+            head, value = arg.split("=", 1)
+        elif arg.lstrip("-") == "config" and i + 1 < len(args):
+            head, value, i = None, args[i + 1], i + 1
+        else:
+            continue
+        path, sep, variant = value.partition(":")
+        value = f"{path}:{variant},smoke" if sep and variant else f"{path}:smoke"
+        args[i] = value if head is None else f"{head}={value}"
+        break
+    return args
 
 
 def take_config_items(argv, into: list) -> list:

@@ -24,6 +24,7 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file, e.g. con
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints and results.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a workdir holding another config.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+flags.DEFINE_bool("smoke", False, cli.SMOKE_HELP)  # read by cli.smoke_argv
 _RESULTS = flags.DEFINE_string(
     "results",
     None,
@@ -79,7 +80,7 @@ def main(argv) -> None:
 
 def run() -> None:
     """Console-script entry (``nalu-jax``)."""
-    cli.run(main)
+    cli.run(main, smoke=True)
 
 
 if __name__ == "__main__":

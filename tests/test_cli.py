@@ -1,5 +1,6 @@
 """The command line: a successful smoke run, and one clear sentence with status 2 for bad input."""
 
+import json
 import os
 import subprocess
 import sys
@@ -145,3 +146,35 @@ def test_load_config_looks_in_the_checkout_then_in_the_package(monkeypatch):
     )
     text = open(os.path.join(ROOT, "pyproject.toml")).read()
     assert '"nalu_jax" = ["configs/*.py"]' in text
+
+
+def test_smoke_flag_adds_the_config_files_smoke_variant():
+    from nalu_jax.cli import smoke_argv
+    from nalu_jax.config import load_config
+
+    f = "configs/recurrent.py"
+    assert smoke_argv(["x", f"--config={f}:op=add", "--smoke"]) == [
+        "x", f"--config={f}:op=add,smoke", "--smoke"]  # fmt: skip
+    assert smoke_argv(["x", "--smoke=true", "--config", f]) == ["x", "--smoke=true", "--config",
+                                                                f"{f}:smoke"]  # fmt: skip
+    # without --smoke, or with a later --nosmoke, the command line is left as it is
+    for argv in (["x", f"--config={f}"], ["x", f"--config={f}", "--smoke", "--nosmoke"]):
+        assert smoke_argv(argv) == argv
+    # the variant smoke_argv makes is the config file's own smoke variant
+    smoke = load_config(os.path.join(ROOT, f), "op=add,smoke")
+    assert (smoke.num_seeds, smoke.num_steps) == (2, 200)
+    assert smoke.to_json() != load_config(os.path.join(ROOT, f), "op=add").to_json()
+
+
+@pytest.mark.parametrize("module", ["nalu_jax.main", "launch.compare_models"])
+def test_smoke_flag_runs_in_seconds_on_every_training_entry_point(module, tmp_path):
+    # the smoke variant of configs/single_module.py: 4 seeds, 2,000 steps
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    extra = ["--models=nmu"] if module.startswith("launch") else []
+    cmd = [sys.executable, "-m", module, "--config=configs/single_module.py:op=mul", "--smoke",
+           f"--workdir={tmp_path}", "--noprogress", *extra]  # fmt: skip
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = tmp_path / ("nmu" if extra else "") / "summary.json"
+    s = json.loads(summary.read_text())
+    assert (s["num_seeds"], s["num_steps"]) == (4, 2000)

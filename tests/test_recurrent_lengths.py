@@ -10,6 +10,8 @@ import numpy as np
 from conftest import ROOT
 
 CONFIG = "--config=configs/recurrent.py:op=add,smoke"
+# --smoke adds the config file's smoke variant: the same runs as CONFIG's
+SMOKE = ("--config=configs/recurrent.py:op=add", "--smoke")
 
 
 def _run(module, *args, check=True):
@@ -23,8 +25,8 @@ def _run(module, *args, check=True):
 
 def test_lengths_of_finished_runs(tmp_path):
     wd = tmp_path / "rec"
-    _run("launch.compare_models", "--noprogress", CONFIG, "--models=nau,lstm", f"--workdir={wd}")
-    out = _run("launch.recurrent_lengths", CONFIG, "--models=nau,lstm", f"--workdir={wd}",
+    _run("launch.compare_models", "--noprogress", *SMOKE, "--models=nau,lstm", f"--workdir={wd}")
+    out = _run("launch.recurrent_lengths", *SMOKE, "--models=nau,lstm", f"--workdir={wd}",
                "--lengths=1,10,100")  # fmt: skip
     summary = json.loads((wd / "lengths.json").read_text())
     assert summary["lengths"] == [1, 10, 100] and len(summary["thresholds"]) == 3
