@@ -27,6 +27,10 @@ seeds than the paper's are fine) commits its finished cells to the checkout's ``
 default; a smaller one (``--steps`` below the table's, ``--smoke``) commits nothing unless
 ``--results=DIR`` asks for it. Either way the run says where its cells went.
 
+A table of one's own experiment, registered with ``nalu_jax.reproduce.register_table`` in a
+module named by ``--plugin`` (docs/own_experiment.md), runs the same way; its cells are
+committed to ``./results`` (never into the library's checkout).
+
 ``--config.FIELD=VALUE`` overrides a field of every cell's config, as for ``nalu_jax.main``
 (e.g. ``--config.seed_block=100``, one block of 100 seeds; each is checked before anything
 runs). A committed cell run with another value is another protocol: it is kept, and the cell
@@ -99,8 +103,10 @@ def _results_root() -> tuple[str | None, str]:
             "to commit"
         )
     from nalu_jax.reproduce.results import default_root
+    from nalu_jax.reproduce.specs import BUILT_IN
 
-    root = default_root()
+    # a registered table's cells go to ./results, never into the library's own checkout
+    root = default_root() if _TABLE.value in BUILT_IN else os.path.abspath("results")
     return root, f"results root: {root}"
 
 

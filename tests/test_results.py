@@ -259,3 +259,48 @@ def test_gridworld_wall_time_is_its_agents_summed():
     ]}  # fmt: skip
     assert _timing(summary) == {"wall_time_s": 874.6, "compile_time_s": 48.7,
                                 "seed_steps_per_s": 938.7}  # fmt: skip
+
+
+def test_recurrent_cell_extended_by_a_batch_equals_one_larger_run(tmp_path):
+    # the recurrent task's summary is a function of seeds.csv (its merge_summary hook): a cell
+    # of seeds 0–1 merged with a batch of seeds 2–3 equals one run of seeds 0–3
+    from nalu_jax.experiments import train_and_evaluate
+
+    def run(first, num, name):
+        config = load_config("recurrent", "op=add,smoke")
+        config.first_seed, config.num_seeds, config.tensorboard = first, num, False
+        train_and_evaluate(config, str(tmp_path / name), progress=False)
+        return str(tmp_path / name)
+
+    cell = str(tmp_path / "results" / "recurrent" / "add")
+    results_lib.commit(run(0, 2, "first"), cell)
+    results_lib.merge(cell, run(2, 2, "more"))
+    one = tmp_path / "results" / "one"
+    results_lib.commit(run(0, 4, "whole"), str(one))
+    assert open(os.path.join(cell, "seeds.csv")).read() == (one / "seeds.csv").read_text()
+    assert summary_without_timing(cell) == summary_without_timing(one)
+    assert json.load(open(os.path.join(cell, "config.json")))["num_seeds"] == 4
+    batches = json.load(open(os.path.join(cell, "provenance.json")))["batches"]
+    assert [(b["first_seed"], b["num_seeds"]) for b in batches] == [(0, 2), (2, 2)]
+
+
+def test_an_experiment_without_merge_summary_is_refused_in_one_sentence(tmp_path):
+    from nalu_jax.experiments import EXPERIMENTS
+
+    assert EXPERIMENTS["identity"].merge_summary is None
+    cell, more = tmp_path / "cell", tmp_path / "more"
+    for d, first in ((cell, 0), (more, 2)):
+        d.mkdir()
+        (d / "config.json").write_text(
+            json.dumps({"experiment": "identity", "first_seed": first, "num_seeds": 2})
+        )
+    with pytest.raises(results_lib.ConfigError, match="'identity' has no merge_summary hook"):
+        results_lib.merge(str(cell), str(more))
+    (more / "config.json").write_text(
+        json.dumps({"experiment": "nosuch", "first_seed": 2, "num_seeds": 2})
+    )
+    (cell / "config.json").write_text(
+        json.dumps({"experiment": "nosuch", "first_seed": 0, "num_seeds": 2})
+    )
+    with pytest.raises(results_lib.ConfigError, match="register_experiment"):
+        results_lib.merge(str(cell), str(more))

@@ -474,6 +474,18 @@ def format_summary(summary: dict) -> str:
     return report.summary_markdown(summary)
 
 
+def merge_summary(summary: dict, rows: list) -> dict:
+    """``merge_summary`` of the static family (and the recurrent task): the statistics
+    recomputed from the union's ``seeds.csv`` rows with the same judgement and threshold; the
+    rest of ``summary`` (the task, the model, the protocol) as the first batch's."""
+    from nalu_jax.reporting import metrics
+    from nalu_jax.reproduce.results import judgement_from_rows
+
+    merged = dict(summary)
+    merged.update(metrics.summarize(judgement_from_rows(rows), summary["threshold"]))
+    return merged
+
+
 def validate_own(config, target: task_lib.Target) -> None:
     """``validate`` of a ``static_task``: the run and training fields, the task with the
     experiment's target (``task.op`` is not read) and the network, λ̂ included."""
@@ -497,6 +509,7 @@ def static_task(name: str, target: task_lib.Target, *, sweepable=SWEEPABLE) -> E
         population=functools.partial(population, target=target),
         write_results=write_results,
         format_summary=format_summary,
+        merge_summary=merge_summary,
     )
 
 
@@ -507,4 +520,5 @@ EXPERIMENT = Experiment(
     population=population,
     write_results=write_results,
     format_summary=format_summary,
+    merge_summary=merge_summary,
 )

@@ -22,6 +22,13 @@ nothing):
    judge the merged results and write the files;
 7. ``format_summary(summary) -> str``: the printed table of a summary or of a sweep's
    ``{"settings": [...]}`` (also written as ``summary.md`` of a sweep).
+
+One more optional hook is not called by the run loop: ``merge_summary(summary, rows) ->
+summary``, the summary of a committed cell's seeds with a later batch's (``summary``: the first
+batch's; ``rows``: the union's ``seeds.csv`` rows in seed order), for an experiment whose
+summary is a function of its ``seeds.csv``. With it, ``nalu_jax.reproduce.results.merge`` adds
+a batch of new seeds to a committed cell (``launch/reproduce.py`` runs only the missing seeds);
+without it (None, the default), a cell with more seeds is run whole.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ class Experiment:
     format_summary: Callable[[dict], str]
     programs: Callable[[Config], list[tuple[str, Config]]] = one_program
     prepare: Callable[[Config, str, Population, bool], Population] = unchanged
+    merge_summary: Callable[[dict, list], dict] | None = None  #: see the module docstring
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -66,6 +74,8 @@ class Experiment:
                 ok = isinstance(value, str) and value
             elif field.name == "sweepable":
                 ok = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+            elif field.name == "merge_summary":
+                ok = value is None or callable(value)
             else:
                 ok = callable(value)
             if not ok:

@@ -220,6 +220,7 @@ def population(config, settings) -> Population:
 
 write_results = arithmetic.write_results
 format_summary = arithmetic.format_summary
+merge_summary = arithmetic.merge_summary
 
 SWEEPABLE = arithmetic.SWEEPABLE
 
@@ -313,4 +314,5 @@ EXPERIMENT = Experiment(
     population=population,
     write_results=write_results,
     format_summary=format_summary,
+    merge_summary=merge_summary,
 )

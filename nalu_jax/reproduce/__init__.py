@@ -4,6 +4,7 @@
 cell (resumable, skipped when done) and calibrates, ``tables`` merges every finished cell of a
 workdir with the published figures into ``table.md`` / ``table.csv`` and ``figures`` draws the
 plots. Launchers: ``launch/reproduce.py`` (one machine) and ``launch/slurm.py`` (submitit).
+``register_table`` adds a table of one's own (docs/own_experiment.md).
 """
 
 from __future__ import annotations
@@ -13,11 +14,23 @@ import os
 from nalu_jax.reproduce import cells as cells_lib
 from nalu_jax.reproduce import specs
 from nalu_jax.reproduce.figures_iclr import FIGURES
-from nalu_jax.reproduce.specs import TABLES, Cell, TableSpec, cell_config, table
+from nalu_jax.reproduce.specs import (
+    TABLES,
+    Cell,
+    TableSpec,
+    Variant,
+    cell_config,
+    register_table,
+    table,
+)
 
 TABLES.update(FIGURES)  # the figures are tables with an x axis (``specs.Axis``)
+specs.BUILT_IN.update(TABLES)
 
-__all__ = ["TABLES", "Cell", "TableSpec", "cell_config", "reproduce", "table", "write"]
+__all__ = [
+    "TABLES", "Cell", "TableSpec", "Variant", "cell_config", "register_table", "reproduce",
+    "table", "write",
+]  # fmt: skip
 
 
 def write(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
@@ -129,7 +142,8 @@ def reproduce(
     if pending:
         from nalu_jax.reproduce import budget
 
-        for line in budget.plan(pending, {c.key: plan[c.key][1] for c in pending}, estimates):
+        cfgs_ = {c.key: plan[c.key][1] for c in pending}
+        for line in budget.plan(pending, cfgs_, estimates, gpu=spec.kind != "experiment"):
             log(line)
     os.makedirs(workdir, exist_ok=True)
     located = {}

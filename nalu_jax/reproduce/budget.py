@@ -29,10 +29,12 @@ def gpu_rate(runs: int, model: str) -> float:
     return rate * (GPU_NALU_FACTOR if model in _NALU_FAMILY else 1.0)
 
 
-def plan(cells, cfgs: dict, cpu_estimates: dict | None = None) -> list[str]:
+def plan(cells, cfgs: dict, cpu_estimates: dict | None = None, *, gpu: bool = True) -> list[str]:
     """Lines to print before a run: per cell and in total, seed-steps (runs × steps, runs =
     seeds × sweep settings) and the estimated GPU time; the CPU estimate where
-    ``cpu_estimates`` (``{cell.key: seconds}``, from a calibration run) has the cell."""
+    ``cpu_estimates`` (``{cell.key: seconds}``, from a calibration run) has the cell. ``gpu``:
+    whether the measured rates apply (the library's arithmetic tasks; not another experiment,
+    whose GPU time is not estimated)."""
     from nalu_jax.reproduce.cells import duration, num_runs
 
     total, gpu_s, cpu_s, lines = 0, 0.0, 0.0, []
@@ -43,8 +45,11 @@ def plan(cells, cfgs: dict, cpu_estimates: dict | None = None) -> list[str]:
         total, gpu_s = total + runs * steps, gpu_s + seconds
         cpu = (cpu_estimates or {}).get(c.key)
         cpu_s += cpu or 0.0
-        lines.append(f"  {c.key}: {runs} runs × {steps:,} steps = {runs * steps:.3g} seed-steps; "
-                     f"GPU ≈ {duration(seconds)}" + (f", this CPU ≈ {duration(cpu)}" if cpu else ""))  # fmt: skip
+        costs = ([f"GPU ≈ {duration(seconds)}"] if gpu else []) + (
+            [f"this CPU ≈ {duration(cpu)}"] if cpu else [])  # fmt: skip
+        lines.append(f"  {c.key}: {runs} runs × {steps:,} steps = {runs * steps:.3g} seed-steps"
+                     + "".join(f"; {x}" if i == 0 else f", {x}" for i, x in enumerate(costs)))  # fmt: skip
     cpu_text = f"this CPU ≈ {duration(cpu_s)}" if cpu_estimates else "this CPU: not calibrated"
-    lines.append(f"total {total:.3g} seed-steps; {cpu_text}; {GPU_NAME} ≈ {duration(gpu_s)}")
+    gpu_text = f"{GPU_NAME} ≈ {duration(gpu_s)}" if gpu else "GPU: not estimated for this task"
+    lines.append(f"total {total:.3g} seed-steps; {cpu_text}; {gpu_text}")
     return lines

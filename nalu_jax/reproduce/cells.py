@@ -24,14 +24,21 @@ def cell_dir(workdir: str, cell: Cell) -> str:
     return os.path.join(workdir, "cells", cell.key)
 
 
-def apply(config, overrides: dict | None):
+def apply(config, overrides: dict | None, *, present_only: bool = False):
     """``config`` with dotted ``overrides`` (e.g. ``{"eval_size": 1000}``) set; checkpoints
-    follow a changed ``eval_every``."""
+    follow a changed ``eval_every``. ``present_only``: a field the config lacks is left out
+    (``--smoke``'s sizes on an experiment of one's own)."""
     for field, value in (overrides or {}).items():
         *path, last = field.split(".")
         node = config
-        for p in path:
-            node = node[p]
+        try:
+            for p in path:
+                node = node[p]
+            node[last]  # noqa: B018 - a missing field raises here
+        except (KeyError, AttributeError):
+            if present_only:
+                continue
+            raise
         node[last] = value
     if overrides and "eval_every" in overrides:
         config.checkpoint_every = config.eval_every
@@ -45,16 +52,19 @@ def configs(spec: TableSpec, cells, seeds=None, steps=None, overrides=None, item
     results record."""
     from nalu_jax.config import apply_overrides
     from nalu_jax.engine.blocks import resolve_seed_block
-    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.experiments import experiment_of
 
     out = {}
     for c in cells:
         if c.variant.unavailable:
             continue
-        config = apply(cell_config(spec, c, seeds, steps), overrides)
-        if items:  # checked before any cell runs: a bad value is one sentence
+        own = spec.kind == "experiment"
+        config = apply(cell_config(spec, c, seeds, steps), overrides, present_only=own)
+        if items:
             apply_overrides(config, items)
-            EXPERIMENTS["arithmetic"].validate(config)
+        # checked before any cell runs: a bad value (or an unregistered experiment) is one
+        # sentence
+        experiment_of(config).validate(config)
         out[c.key] = resolve_seed_block(config)
     return out
 
@@ -77,13 +87,13 @@ def run_cell(cell: Cell, config, workdir: str, *, progress=True, overwrite=False
     """Run (or resume, or skip) one cell in ``directory`` (default ``cell_dir``); its summary,
     or None in a non-zero process."""
     from nalu_jax.engine.run import run
-    from nalu_jax.experiments import EXPERIMENTS
+    from nalu_jax.experiments import experiment_of
 
     directory = directory or cell_dir(workdir, cell)
     summary = finished(directory, config)
     if summary is not None and not overwrite:
         return summary
-    return run(EXPERIMENTS["arithmetic"], config, directory, overwrite=overwrite, progress=progress)
+    return run(experiment_of(config), config, directory, overwrite=overwrite, progress=progress)
 
 
 def num_runs(config) -> int:

@@ -182,10 +182,11 @@ def check(
     root: str | None = None, calibration_steps: int = 2_000, progress: bool = True, log=print,
 ) -> bool:  # fmt: skip
     """Re-run the first ``seeds`` seeds of committed cell ``root/table/key`` (or ``root/key``
-    without a table, e.g. ``recurrent/add/nau``; ``root``: the checkout's ``results/``) in
-    ``workdir`` (default: a new temporary directory; never inside ``root``), print the
-    estimated time first (a timing run of ``calibration_steps``, 0: none), then compare; True
-    when they agree."""
+        without a table, e.g. ``recurrent/add/nau``; ``root``: the checkout's ``results/``, or
+    ``./results`` for a registered table's cell) in
+        ``workdir`` (default: a new temporary directory; never inside ``root``), print the
+        estimated time first (a timing run of ``calibration_steps``, 0: none), then compare; True
+        when they agree."""
     import tempfile
     import time
 
@@ -197,7 +198,10 @@ def check(
     from nalu_jax.reproduce import results, specs
 
     in_table = _table_cell(table, key)
-    root = os.path.abspath(root or results.default_root())
+    if root is None:  # a registered table's cells lie in ./results (launch/reproduce.py)
+        own = table is not None and table not in specs.BUILT_IN
+        root = "results" if own else results.default_root()
+    root = os.path.abspath(root)
     name = f"{table}/{key}" if table else key
     cell_dir = results.resolve(os.path.join(root, name))
     if not os.path.exists(os.path.join(cell_dir, "provenance.json")):

@@ -43,7 +43,9 @@ def arithmetic_png(op: str, rows: list[dict]) -> bytes:
     from nalu_jax.reporting.plots import png, pyplot
 
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    # the labels stand at 45° under the axes: a long one (a swept cell's setting) needs the room
+    longest = max((len(r["paper_name"]) for r in rows), default=0)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4 + max(0, longest - 16) * 0.07))
     x = np.arange(len(rows), dtype=float)
     for ax, (name, title, scale) in zip(axes, PANELS, strict=True):
         log = scale == "log"

@@ -374,13 +374,12 @@ def judgement_from_rows(rows: list[dict]) -> dict:
     return out
 
 
-def _merge_summary(a: dict, b: dict, rows: list[dict]) -> dict:
-    """The summary of the union of two batches' seeds (``rows``, sorted by seed): statistics
-    recomputed from the rows with the same judgement, speed fields combined."""
-    from nalu_jax.reporting import metrics
-
-    merged = dict(a)
-    merged.update(metrics.summarize(judgement_from_rows(rows), a["threshold"]))
+def _merge_summary(experiment, a: dict, b: dict, rows: list[dict]) -> dict:
+    """The summary of the union of two batches' seeds (``rows``, sorted by seed): the
+    experiment's ``merge_summary`` (its statistics recomputed from the rows), speed fields
+    combined."""
+    merged = experiment.merge_summary(a, rows)
+    merged["num_seeds"] = len(rows)
     merged["first_seed"] = min(int(a["first_seed"]), int(b["first_seed"]))
     wall = float(a.get("wall_time_s") or 0) + float(b.get("wall_time_s") or 0)
     comp = float(a.get("compile_time_s") or 0) + float(b.get("compile_time_s") or 0)
@@ -400,9 +399,8 @@ def _csv_text(rows: list[dict], header: list[str]) -> str:
     return buf.getvalue()
 
 
-def _merge_population(a_dir: str, b_dir: str, out_dir: str) -> dict:
-    """Merge one population's ``seeds.csv`` + ``summary.json`` (arithmetic family)."""
-    from nalu_jax.experiments.arithmetic_report import summary_markdown
+def _merge_population(experiment, a_dir: str, b_dir: str, out_dir: str) -> dict:
+    """Merge one population's ``seeds.csv`` + ``summary.json`` (and ``summary.md``)."""
     from nalu_jax.reporting.report import atomic_write, dumps
 
     with open(os.path.join(a_dir, "seeds.csv"), newline="") as f:
@@ -414,6 +412,7 @@ def _merge_population(a_dir: str, b_dir: str, out_dir: str) -> dict:
         raise ConfigError(f"{b_dir} repeats seeds of {a_dir}; a batch must bring new seeds.")
     rows = sorted(rows_a + rows_b, key=lambda r: int(r["seed"]))
     summary = _merge_summary(
+        experiment,
         read_json(os.path.join(a_dir, "summary.json")),
         read_json(os.path.join(b_dir, "summary.json")),
         rows,
@@ -422,15 +421,17 @@ def _merge_population(a_dir: str, b_dir: str, out_dir: str) -> dict:
     atomic_write(os.path.join(out_dir, "seeds.csv"), _csv_text(rows, header))
     atomic_write(os.path.join(out_dir, "summary.json"), dumps(summary) + "\n")
     if os.path.exists(os.path.join(a_dir, "summary.md")):
-        atomic_write(os.path.join(out_dir, "summary.md"), summary_markdown(summary))
+        atomic_write(os.path.join(out_dir, "summary.md"), experiment.format_summary(summary))
     return summary
 
 
 def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
     """Add the seeds of the finished run in ``workdir`` (same config, the seeds following the
     cell's) to committed cell ``cell``: seeds.csv rows joined in seed order, summaries
-    recomputed, a second provenance batch. For the arithmetic family (static task,
-    single-module sweeps), whose summary is a function of ``seeds.csv``."""
+    recomputed, a second provenance batch. For an experiment whose summary is a function of
+    its ``seeds.csv``: one with a ``merge_summary`` hook (``experiments.contract``; the static
+    family, the single-module sweeps, the recurrent task, a ``static_task`` of one's own)."""
+    from nalu_jax.experiments import experiment_named
     from nalu_jax.reporting.report import atomic_write, dumps
 
     have = read_json(os.path.join(cell, "config.json"))
@@ -442,10 +443,15 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
             f"{workdir} starts at seed {new['first_seed']}; cell {cell} needs the seeds from "
             f"{int(have['first_seed']) + int(have['num_seeds'])} on."
         )
-    if have.get("experiment", "arithmetic") not in ("arithmetic",):
+    try:
+        experiment = experiment_named(have.get("experiment", "arithmetic"))
+    except KeyError as e:
+        raise ConfigError(e.args[0]) from None
+    if experiment.merge_summary is None:
         raise ConfigError(
-            f"merging seed batches is implemented for the arithmetic family, not "
-            f"{have.get('experiment')!r}."
+            f"experiment {experiment.name!r} has no merge_summary hook (its summary is not a "
+            f"function of seeds.csv alone), so {workdir}'s seeds cannot be added to {cell}: "
+            "run the cell whole with all its seeds."
         )
     with _writing(cell) as tmp:
         for rel in _files(cell):  # start from the committed cell
@@ -457,6 +463,7 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
             for name in sorted(os.listdir(os.path.join(cell, "settings"))):
                 settings.append(
                     _merge_population(
+                        experiment,
                         os.path.join(cell, "settings", name),
                         os.path.join(workdir, "settings", name),
                         os.path.join(tmp, "settings", name),
@@ -469,7 +476,7 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
                     combined[key] = settings[0][key]
             atomic_write(os.path.join(tmp, "summary.json"), dumps(combined) + "\n")
         else:
-            _merge_population(cell, workdir, tmp)
+            _merge_population(experiment, cell, workdir, tmp)
         merged_config = dict(have)
         merged_config["num_seeds"] = int(have["num_seeds"]) + int(new["num_seeds"])
         atomic_write(

@@ -6,11 +6,16 @@ single-module benchmark: one cell per model and op whose nine ranges are one pro
 model's λ̂ schedule from ``nalu_jax.models.MODELS``) unless ``--seeds``/``--steps`` reduce it.
 A variant the library lacks is a cell with ``unavailable`` set: listed in the table, never run
 or faked (no table has one today).
+
+A table of an experiment of one's own (``kind="experiment"``) builds each cell's config with
+its ``config(cell)`` and is added with ``register_table`` from a module of one's own, as a unit
+or an experiment is (docs/own_experiment.md, "A table of your own").
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from nalu_jax.config import ConfigError, arithmetic_config
 from nalu_jax.tasks.single_module import MODELS_BY_OP, RANGE_PAIRS
@@ -49,7 +54,7 @@ class Axis:
 @dataclasses.dataclass(frozen=True)
 class TableSpec:
     name: str
-    kind: str  # "arithmetic" or "single_module"
+    kind: str  # "arithmetic", "single_module" or "experiment" (a registered table's)
     ops: tuple
     variants: tuple  # Variant, in table order
     num_seeds: int
@@ -59,6 +64,9 @@ class TableSpec:
     models_by_op: dict | None = None  # op -> variant keys (single-module), else every model
     axis: Axis | None = None  # a figure's x axis (points), or None (a table)
     first_seed: int = 0  # the published runs' first seed (the λ̂ figure's are 25–49)
+    #: kind "experiment": ``config(cell)`` → the cell's ConfigDict, its experiment named by
+    #: ``config.experiment`` (the table's seeds, steps and the variant's overrides set on it)
+    config: Callable | None = None
 
     def variant(self, key: str) -> Variant:
         for v in self.variants:
@@ -186,10 +194,52 @@ TABLES: dict[str, TableSpec] = {
 }  # fmt: skip
 
 
+#: the names of the tables the library itself defines (the rest were registered)
+BUILT_IN: set[str] = set()
+
+
 def table(name: str) -> TableSpec:
     if name not in TABLES:
-        raise ConfigError(f"--table must be one of {sorted(TABLES)}, got {name!r}.")
+        raise ConfigError(
+            f"--table must be one of {sorted(TABLES)}, got {name!r}; a table of one's own is "
+            "registered with nalu_jax.reproduce.register_table(TableSpec(...)) in a module "
+            "named by --plugin (docs/own_experiment.md)."
+        )
     return TABLES[name]
+
+
+def register_table(spec: TableSpec, *, replace: bool = False) -> str:
+    """Add ``spec`` to ``TABLES``: ``launch.reproduce --table=NAME`` (with the module that calls
+    this named by ``--plugin`` or ``NALU_JAX_PLUGINS``) then runs, commits and tabulates its
+    cells as it does a published table's. A table of one's own experiment has ``kind
+    "experiment"`` and a ``config(cell)``; returns its name. A taken name is a ``ValueError``
+    unless ``replace`` (the same record again, e.g. a plugin imported twice, is a no-op)."""
+    if not isinstance(spec, TableSpec):
+        raise TypeError(f"register_table takes a TableSpec, got {spec!r}.")
+    if spec.kind not in ("arithmetic", "single_module", "experiment"):
+        raise ValueError(
+            f"table {spec.name!r}: kind must be 'arithmetic', 'single_module' or 'experiment', "
+            f"got {spec.kind!r}."
+        )
+    if (spec.kind == "experiment") != callable(spec.config):
+        raise ValueError(
+            f"table {spec.name!r}: a table of kind 'experiment' needs config(cell) -> its "
+            "config, and only such a table has one."
+        )
+    if not spec.ops or not spec.variants or spec.num_seeds < 1 or spec.num_steps < 1:
+        raise ValueError(
+            f"table {spec.name!r} needs at least one op and one variant, and positive "
+            "num_seeds and num_steps."
+        )
+    have = TABLES.get(spec.name)
+    if have is not None and have != spec and (spec.name in BUILT_IN or not replace):
+        raise ValueError(
+            f"table {spec.name!r} is already registered"
+            + ("" if spec.name in BUILT_IN else "; pass replace=True to replace it")
+            + "."
+        )
+    TABLES[spec.name] = spec
+    return spec.name
 
 
 def with_extra(spec: TableSpec, names) -> TableSpec:
@@ -201,6 +251,11 @@ def with_extra(spec: TableSpec, names) -> TableSpec:
     from nalu_jax.units import UNITS
 
     variants, by_op = list(spec.variants), dict(spec.models_by_op or {})
+    if names and spec.kind == "experiment":
+        raise ConfigError(
+            f"--extra_models adds units to a published table; table {spec.name!r} is a "
+            "registered one: add a Variant to its TableSpec instead."
+        )
     for name in names or ():
         if any(v.key == name for v in variants):
             raise ConfigError(f"--extra_models names {name!r}, already a model of {spec.name!r}.")
@@ -250,8 +305,11 @@ def cell_config(spec: TableSpec, cell: Cell, num_seeds: int | None = None, num_s
     """The config of one cell: the published protocol, or reduced by ``num_seeds``/``num_steps``.
 
     Arithmetic: ``configs/arithmetic.py`` with the cell's model and op; single-module:
-    ``configs/single_module.py`` with ``sweep.range_index = (1, …, 9)`` (one program).
+    ``configs/single_module.py`` with ``sweep.range_index = (1, …, 9)`` (one program); a
+    registered table of kind "experiment": its own ``config(cell)``.
     """
+    if spec.config is not None:
+        return _own_cell_config(spec, cell, num_seeds, num_steps)
     c = arithmetic_config()
     c.model.name = cell.variant.model
     c.task.op = cell.op
@@ -271,20 +329,44 @@ def cell_config(spec: TableSpec, cell: Cell, num_seeds: int | None = None, num_s
         c.cpu_ynn_fusions = False  # as configs/single_module.py: XLA's kernels, 1.1-2.8x faster
     if c.num_steps % c.eval_every:
         raise ConfigError(f"--steps must be a multiple of {c.eval_every}, got {c.num_steps}.")
-    for field, value in cell.variant.overrides:
-        if field == "num_steps" and num_steps:  # --steps reduces a variant's own budget too
-            continue
+    # --steps reduces a variant's own budget too
+    _set_fields(c, [o for o in cell.variant.overrides if not (o[0] == "num_steps" and num_steps)])
+    # Checkpoints (and the metrics.jsonl rewrite with them) about 20 times per run, at least
+    # every 10,000 steps: a 5·10⁶-step cell would otherwise save 500 times.
+    if spec.axis is not None:
+        _set_point(spec, cell, c, num_steps)
+    c.checkpoint_every = max(10_000, c.num_steps // 20 // c.eval_every * c.eval_every)
+    return c
+
+
+def _set_fields(c, overrides) -> None:
+    for field, value in overrides:
         *path, last = field.split(".")
         node = c
         for p in path:
             node = node[p]
         with node.unlocked():
             node[last] = value
-    # Checkpoints (and the metrics.jsonl rewrite with them) about 20 times per run, at least
-    # every 10,000 steps: a 5·10⁶-step cell would otherwise save 500 times.
-    if spec.axis is not None:
-        _set_point(spec, cell, c, num_steps)
-    c.checkpoint_every = max(10_000, c.num_steps // 20 // c.eval_every * c.eval_every)
+
+
+def _own_cell_config(spec: TableSpec, cell: Cell, num_seeds, num_steps):
+    """A registered table's cell: ``spec.config(cell)``, the table's seeds and steps (or the
+    reduced ones), the variant's overrides; checkpoints every ``checkpoint_every`` steps as
+    the config says, at most at the end."""
+    import ml_collections
+
+    c = spec.config(cell)
+    if not isinstance(c, ml_collections.ConfigDict):
+        raise ConfigError(
+            f"table {spec.name!r}: config(cell) must return an ml_collections.ConfigDict, got "
+            f"{type(c).__name__}."
+        )
+    c = c.copy_and_resolve_references()
+    c.num_seeds = int(num_seeds or spec.num_seeds)
+    c.num_steps = int(num_steps or spec.num_steps)
+    _set_fields(c, [o for o in cell.variant.overrides if not (o[0] == "num_steps" and num_steps)])
+    # (the experiment validates the rest, after any --config.FIELD override: cells.configs)
+    c.checkpoint_every = min(int(c.checkpoint_every), c.num_steps)
     return c
 
 
