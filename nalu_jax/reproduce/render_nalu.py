@@ -21,7 +21,8 @@ import os
 
 from nalu_jax.reproduce import results as results_lib
 
-#: 8×8-digits sequential MNIST: the paper trains 10⁵ steps (NALU §4.2; docs/protocols.md)
+#: sequential MNIST: stable-nalu trains 10⁵ steps (the ICLR 2020 appendix's runs; the NALU
+#: paper, §4.2, gives no budget; docs/protocols.md)
 SEQUENTIAL_MNIST_PAPER_STEPS = 100_000
 
 
@@ -68,10 +69,11 @@ def sm_table(r, missing, table, ops=None) -> str:
     return "\n".join(lines)
 
 
-def budget_line(r, paper_steps, *cells) -> str:
+def budget_line(r, paper_steps, *cells, whose: str = "the paper's") -> str:
     """Per cell: seeds × steps, seed-steps, the fraction of the paper's ``paper_steps`` (per
     seed; the paper's seed count is not given, so seeds are not part of the fraction), wall
-    time summed over batches and the machine."""
+    time summed over batches and the machine. ``whose``: whose budget ``paper_steps`` is
+    (e.g. "stable-nalu's", where the paper gives none)."""
     parts = []
     for c in cells:
         batches = r.batches(c)
@@ -82,7 +84,7 @@ def budget_line(r, paper_steps, *cells) -> str:
         where = f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu" else m["device_kind"]
         parts.append(
             f"`{c}`: {seeds} seeds × {steps:,} steps = {seeds * steps:,} seed-steps, "
-            f"{_fraction(steps / paper_steps)} of the paper's steps, "
+            f"{_fraction(steps / paper_steps)} of {whose} steps, "
             f"{wall / 60:.1f} min on {where}"
         )
     return "; ".join(parts)
@@ -96,13 +98,14 @@ def _solved_at(r, cell, length):
     raise ValueError(f"{cell} has no test length {length}")
 
 
-def length_claims(r, group, extrapolate, fail, length, paper_steps, labels=None) -> str:
+def length_claims(r, group, extrapolate, fail, length, paper_steps, labels=None,
+                  whose: str = "the paper's") -> str:  # fmt: skip
     """The rubric on a claim "each of ``extrapolate`` extrapolates to ``length``; each of
     ``fail`` does not": a model extrapolates when at least one seed is solved there (its
     success's Wilson interval excludes 0), fails when none is. A part that does not hold at a
     fraction of the paper's budget is "not settled at this budget"; the verdict is
     "reproduced" when every part holds, "not settled" when none holds and the budget is short,
-    "partly" (naming the parts) otherwise."""
+    "partly" (naming the parts) otherwise. ``whose``: as for ``budget_line``."""
     labels = dict(labels or {})
     held, short, wrong = [], [], []
     fraction = 1.0
@@ -118,7 +121,7 @@ def length_claims(r, group, extrapolate, fail, length, paper_steps, labels=None)
         else:
             wrong.append(part.replace("extrapolates", "does not extrapolate").replace(
                 "fails", "does not fail"))  # fmt: skip
-    at = "" if fraction >= 1 else f" at {_fraction(fraction)} of the paper's steps"
+    at = "" if fraction >= 1 else f" at {_fraction(fraction)} of {whose} steps"
     if not short and not wrong:
         return f"**reproduced{at}**: " + "; ".join(held)
     if not held and not wrong:
