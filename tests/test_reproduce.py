@@ -1,5 +1,6 @@
 """Published tables: specs, published figures, the merge and overlap verdict (no training)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -274,3 +275,39 @@ def test_a_model_without_sparsity_error_has_none_under_the_paper_estimator(tmp_p
     (row,) = [r for r in tables.collect(spec, str(tmp_path)) if r["model"] == "linear"]
     assert math.isnan(row["sparsity_error_like_published_mean"])
     assert row["sparsity_error_overlap"] == "n/a" and tables.like_published_cell(row) == "—"
+
+
+def test_register_table_checks_its_record_and_names():
+    from nalu_jax.reproduce import TABLES, TableSpec, Variant, register_table
+
+    def config(cell):
+        return load_config("arithmetic", "model=nau,op=add")
+
+    own = TableSpec("mine-test", "experiment", ("add",), (Variant("nau", "NAU", "nau"),), 3, 2000,
+                    "a test", None, config=config)  # fmt: skip
+    try:
+        assert register_table(own) == "mine-test" and register_table(own) == "mine-test"
+        cell = specs.cells(own)[0]
+        c = cell_config(own, cell, num_steps=1000)
+        assert (c.num_seeds, c.num_steps, c.model.name, c.checkpoint_every) == (
+            3,
+            1000,
+            "nau",
+            1000,
+        )
+        with pytest.raises(ValueError, match="already registered; pass replace=True"):
+            register_table(dataclasses.replace(own, num_seeds=4))
+        register_table(dataclasses.replace(own, num_seeds=4), replace=True)
+        assert TABLES["mine-test"].num_seeds == 4
+        with pytest.raises(ConfigError, match="--extra_models adds units to a published table"):
+            specs.with_extra(own, ["nmu"])
+    finally:
+        TABLES.pop("mine-test", None)
+    with pytest.raises(ValueError, match="needs config\\(cell\\)"):
+        register_table(dataclasses.replace(own, config=None))
+    with pytest.raises(ValueError, match="needs config\\(cell\\)"):
+        register_table(dataclasses.replace(own, kind="arithmetic"))
+    with pytest.raises(ValueError, match="'iclr2020-arithmetic' is already registered.$"):
+        register_table(dataclasses.replace(own, name="iclr2020-arithmetic"), replace=True)
+    with pytest.raises(ConfigError, match="register_table"):
+        specs.table("nosuch")
