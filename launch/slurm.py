@@ -59,7 +59,13 @@ _GPUS = flags.DEFINE_integer(
 _GRES = flags.DEFINE_string("slurm_gres", None, "SLURM --gres, e.g. gpu:a100:4 (instead of GPUs).")
 _MEM = flags.DEFINE_float("mem_gb", None, "Memory per node in GB.")
 _LOGS = flags.DEFINE_string("logs", None, "submitit folder (default: WORKDIR/slurm/%j).")
-_SMOKE = flags.DEFINE_bool("smoke", False, "Small evaluation sets and thresholds (tests).")
+_SMOKE = flags.DEFINE_bool(
+    "smoke",
+    False,
+    "A seconds-long run of the whole path (tests; not the published protocol), as for "
+    "launch.reproduce: 2 seeds, 2,000 steps unless --seeds/--steps say otherwise, small "
+    "evaluation sets.",
+)
 _WAIT = flags.DEFINE_bool("wait", True, "Wait for the jobs, then write the table.")
 
 
@@ -127,6 +133,17 @@ def executor():
     return ex
 
 
+def cell_budget() -> dict:
+    """Each task's ``seeds``, ``steps`` and config ``overrides``: the flags', or ``--smoke``'s
+    (as ``launch.reproduce --smoke``) where the flags leave them unset."""
+    from nalu_jax.reproduce.cells import SMOKE, SMOKE_SEEDS, SMOKE_STEPS
+
+    seeds, steps = _SEEDS.value, _STEPS.value
+    if _SMOKE.value:
+        seeds, steps = seeds or SMOKE_SEEDS, steps or SMOKE_STEPS
+    return dict(seeds=seeds, steps=steps, overrides=SMOKE if _SMOKE.value else None)
+
+
 def main(argv) -> None:
     if len(argv) > 1:
         fail(f"unexpected positional arguments {argv[1:]}.")
@@ -139,7 +156,6 @@ def main(argv) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
     from nalu_jax import reproduce
     from nalu_jax.reproduce import jobs, specs
-    from nalu_jax.reproduce.cells import SMOKE
 
     try:
         spec = specs.table(_TABLE.value)
@@ -148,9 +164,7 @@ def main(argv) -> None:
             fail("no cells selected.")
         os.makedirs(_WORKDIR.value, exist_ok=True)
         workdir = os.path.abspath(_WORKDIR.value)
-        common = dict(
-            seeds=_SEEDS.value, steps=_STEPS.value, overrides=SMOKE if _SMOKE.value else None
-        )
+        common = cell_budget()
         ex = executor()
         if _MODE.value == "array":
             n = _CELLS_PER_TASK.value

@@ -102,3 +102,23 @@ def test_host_gpus_reads_cuda_visible_devices_then_the_device_files(tmp_path):
     assert local_gpus(0, (3, 5)) == ()
     with pytest.raises(ConfigError, match="gpus_per_node must be at most"):
         local_gpus(3, (3, 5))
+
+
+def test_smoke_sizes_each_task_as_launch_reproduce_smoke_does(tmp_path):
+    probe = (
+        "import json, sys\nfrom absl import flags\nfrom launch import slurm\n"
+        "flags.FLAGS(['slurm'] + sys.argv[1:])\nprint(json.dumps(slurm.cell_budget()))\n"
+    )
+
+    def budget(*args):
+        argv = ["--table=iclr2020-arithmetic", f"--workdir={tmp_path / 'w'}", *args]
+        out = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, env=subprocess_env(),
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    from nalu_jax.reproduce.cells import SMOKE
+
+    assert budget() == {"seeds": None, "steps": None, "overrides": None}
+    assert budget("--smoke") == {"seeds": 2, "steps": 2000, "overrides": SMOKE}
+    assert budget("--smoke", "--seeds=4")["seeds"] == 4
