@@ -69,14 +69,20 @@ def sm_table(r, missing, table, ops=None) -> str:
     return "\n".join(lines)
 
 
-def budget_line(r, paper_steps, *cells, whose: str = "the paper's") -> str:
+def budget_line(r, paper_steps, *cells, whose: str = "the paper's", missing=()) -> str:
     """Per cell: seeds × steps, seed-steps, the fraction of the paper's ``paper_steps`` (per
     seed; the paper's seed count is not given, so seeds are not part of the fraction), wall
     time summed over batches and the machine. ``whose``: whose budget ``paper_steps`` is
-    (e.g. "stable-nalu's", where the paper gives none)."""
-    parts = []
+    (e.g. "stable-nalu's", where the paper gives none). A cell without committed data (the
+    renderer's ``missing`` exception) says so; when none has any, the exception is raised."""
+    parts, absent = [], []
     for c in cells:
-        batches = r.batches(c)
+        try:
+            batches = r.batches(c)
+        except missing as e:
+            absent.append(e)
+            parts.append(f"`{c}`: no committed data")
+            continue
         seeds = sum(int(b["num_seeds"]) for b in batches)
         steps = int(batches[-1]["num_steps"])
         wall = sum(float(b["wall_time_s"]) for b in batches)
@@ -87,6 +93,8 @@ def budget_line(r, paper_steps, *cells, whose: str = "the paper's") -> str:
             f"{_fraction(steps / paper_steps)} of {whose} steps, "
             f"{wall / 60:.1f} min on {where}"
         )
+    if len(absent) == len(cells) and absent:
+        raise absent[0]
     return "; ".join(parts)
 
 
@@ -139,7 +147,7 @@ def functions(r, missing) -> dict:
     that renders as "no committed data" (``render.Missing``, passed in: render imports us)."""
     return {
         "sm_table": lambda *a, **k: sm_table(r, missing, *a, **k),
-        "budget_line": lambda *a, **k: budget_line(r, *a, **k),
+        "budget_line": lambda *a, **k: budget_line(r, *a, missing=missing, **k),
         "length_claims": lambda *a, **k: length_claims(r, *a, **k),
         "SEQUENTIAL_MNIST_PAPER_STEPS": SEQUENTIAL_MNIST_PAPER_STEPS,
     }
