@@ -479,10 +479,9 @@ def merge_summary(summary: dict, rows: list) -> dict:
     recomputed from the union's ``seeds.csv`` rows with the same judgement and threshold; the
     rest of ``summary`` (the task, the model, the protocol) as the first batch's."""
     from nalu_jax.reporting import metrics
-    from nalu_jax.reproduce.results import judgement_from_rows
 
     merged = dict(summary)
-    merged.update(metrics.summarize(judgement_from_rows(rows), summary["threshold"]))
+    merged.update(metrics.summarize(metrics.judgement_from_rows(rows), summary["threshold"]))
     return merged
 
 

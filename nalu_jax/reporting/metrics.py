@@ -238,3 +238,20 @@ def summarize(judgement: dict, threshold: float) -> dict:
         "sparsity_error_mean": sp_mean,
         "sparsity_error_interval": (sp_lo, sp_hi),
     }
+
+
+_INT_COLUMNS = ("seed", "solved", "best_step", "diverged", "diverged_at")
+_FLOAT_COLUMNS = ("interpolation_mse", "extrapolation_mse", "solved_at", "sparsity_error")
+
+
+def judgement_from_rows(rows: list[dict]) -> dict:
+    """The per-seed judgement (``judge_seeds``' fields) back from ``seeds.csv`` rows (floats
+    are written with ``repr``, so they read back exactly)."""
+    out = {}
+    for name in _INT_COLUMNS:
+        out[name] = np.array([int(r[name]) for r in rows], np.int64)
+    for name in _FLOAT_COLUMNS:
+        out[name] = np.array([float(r[name]) if r[name] != "" else math.nan for r in rows])
+    out["solved"] = out["solved"].astype(bool)
+    out["diverged"] = out["diverged"].astype(bool)
+    return out

@@ -38,7 +38,6 @@ import csv
 import datetime
 import io
 import json
-import math
 import os
 import platform
 import shutil
@@ -49,6 +48,7 @@ import tempfile
 import numpy as np
 
 from nalu_jax.config import ConfigError
+from nalu_jax.reporting import metrics
 
 #: fields that select which seeds run or how a run is watched, not what a seed computes
 SEED_FIELDS = ("num_seeds", "first_seed")
@@ -357,21 +357,8 @@ def commit(
 
 # ------------------------------------------------------------------- merging seed batches
 
-_INT_COLUMNS = ("seed", "solved", "best_step", "diverged", "diverged_at")
-_FLOAT_COLUMNS = ("interpolation_mse", "extrapolation_mse", "solved_at", "sparsity_error")
-
-
-def judgement_from_rows(rows: list[dict]) -> dict:
-    """The per-seed judgement (``metrics.judge_seeds``' fields) back from ``seeds.csv`` rows
-    (floats are written with ``repr``, so they read back exactly)."""
-    out = {}
-    for name in _INT_COLUMNS:
-        out[name] = np.array([int(r[name]) for r in rows], np.int64)
-    for name in _FLOAT_COLUMNS:
-        out[name] = np.array([float(r[name]) if r[name] != "" else math.nan for r in rows])
-    out["solved"] = out["solved"].astype(bool)
-    out["diverged"] = out["diverged"].astype(bool)
-    return out
+# the per-seed judgement read back from seeds.csv rows (kept here under its old name too)
+judgement_from_rows = metrics.judgement_from_rows
 
 
 def _merge_summary(experiment, a: dict, b: dict, rows: list[dict]) -> dict:
