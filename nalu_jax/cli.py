@@ -155,11 +155,12 @@ def smoke_argv(argv) -> list:
     """``argv`` with ``,smoke`` added to the variant of its ``--config=FILE[:VARIANT]`` when
     ``--smoke`` (or ``--smoke=true``) is among its arguments: the config file's own smoke
     variant, loaded before any ``--config.FIELD`` override is applied."""
-    args = list(argv)
-    on = [a.lstrip("-").lower() in ("smoke", "smoke=true", "smoke=1") for a in args[1:]]
-    off = [a.lstrip("-").lower() in ("nosmoke", "smoke=false", "smoke=0") for a in args[1:]]
-    if not any(on) or (max((i for i, x in enumerate(off) if x), default=-1)
-                       > max(i for i, x in enumerate(on) if x)):  # fmt: skip
+    args, smoke = list(argv), False
+    for a in args[1:]:  # the last of --smoke / --nosmoke counts, as absl reads them
+        key = a.lstrip("-").lower()
+        if key in ("smoke", "smoke=true", "smoke=1", "nosmoke", "smoke=false", "smoke=0"):
+            smoke = key in ("smoke", "smoke=true", "smoke=1")
+    if not smoke:
         return args
     for i, arg in enumerate(args[1:], 1):
         if arg.lstrip("-").startswith("config="):

@@ -48,7 +48,6 @@ import tempfile
 import numpy as np
 
 from nalu_jax.config import ConfigError
-from nalu_jax.reporting import metrics
 
 #: fields that select which seeds run or how a run is watched, not what a seed computes
 SEED_FIELDS = ("num_seeds", "first_seed")
@@ -356,9 +355,6 @@ def commit(
 
 
 # ------------------------------------------------------------------- merging seed batches
-
-# the per-seed judgement read back from seeds.csv rows (kept here under its old name too)
-judgement_from_rows = metrics.judgement_from_rows
 
 
 def _merge_summary(experiment, a: dict, b: dict, rows: list[dict]) -> dict:

@@ -73,7 +73,7 @@ def detectable_difference(p0: float, n1: int, n2: int, power: float = POWER) -> 
 
 def compare(ours: dict, theirs: dict) -> dict:
     """The three tests between two populations of seeds (each as :func:`published_seeds`
-    gives one; ours from ``results.judgement_from_rows``). ``*_p`` is NaN where a test is
+    gives one; ours from ``metrics.judgement_from_rows``). ``*_p`` is NaN where a test is
     undefined (no solved seed on a side); ``*_testable`` is False where it cannot reach
     ``LEVEL`` whatever the data."""
     from scipy import stats

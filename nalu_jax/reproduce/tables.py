@@ -72,8 +72,9 @@ def like_published(row: dict, estimator: str, cell_path: str) -> dict:
     if estimator == "normal":
         return {f"sparsity_error_like_published_{k}": row[f"sparsity_error_{k}"]
                 for k in ("mean", "lo", "hi")}  # fmt: skip
+    from nalu_jax.reporting.metrics import judgement_from_rows
     from nalu_jax.reporting.published_estimators import iclr2020_sparsity_error
-    from nalu_jax.reproduce.results import judgement_from_rows, read_csv
+    from nalu_jax.reproduce.results import read_csv
 
     # a cell measured before a figure existed (Linear before 09046a2) has NaN: the fit ignores it
     seeds = judgement_from_rows(read_csv(os.path.join(cell_path, "seeds.csv")))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 
+from nalu_jax.reporting import metrics
 from nalu_jax.reproduce import results as results_lib
 from nalu_jax.reproduce import seedtests
 
@@ -57,7 +58,7 @@ class VerdictFunctions:
         if not os.path.exists(os.path.join(path, "seeds.csv")):
             return None
         rows = results_lib.read_csv(os.path.join(path, "seeds.csv"))
-        return seedtests.compare(results_lib.judgement_from_rows(rows), pub)
+        return seedtests.compare(metrics.judgement_from_rows(rows), pub)
 
     def final_verdict(self, table, spec, r) -> str:
         """By the tests where the authors' seeds are published, else by interval overlap."""
