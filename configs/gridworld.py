@@ -7,8 +7,9 @@ Variants (comma-separated in the config string):
   unit=NAME    the memory agent's unit (nac_add, the paper's NAC; nau; any unit of the registry)
   seeds=N      seeds per agent (a vmap axis)
   steps=N      A2C updates per seed (each on train.batch_size fresh episodes)
-  smoke        a short run (1–2 minutes on 2 CPU cores, nearly all of it compilation): 2 seeds,
-               40 updates of 8 episodes, 8 evaluation episodes per T
+  smoke        a short run (25 s on 2 idle CPU cores, under a minute with cold caches, most of it
+               compiling the two agents' programs): 2 seeds, 40 updates of 8 episodes, 8
+               evaluation episodes per T
 
 Training draws T ~ U{env.train_t_min, …, env.train_t_max} (5…12, the paper's); evaluation is
 greedy on ``env.eval_episodes`` fixed episodes per T in ``env.test_times`` (1…25). Any field can
