@@ -1,10 +1,10 @@
-"""The NALU paper's random baseline of committed recurrent cells: ``random_baseline.csv``.
+"""The NALU paper's random baseline of committed cells: ``random_baseline.csv``.
 
     python -m launch.random_baseline results/recurrent/add/nac_add results/recurrent/sub/nalu
 
-For each cell (a ``results/`` directory of a recurrent run: ``config.json`` and ``seeds.csv``)
-every seed's untrained network, drawn from the seed's own key, is evaluated on the run's
-validation and test sets (``nalu_jax.experiments.recurrent_baseline``), and the per-seed
+For each cell (a ``results/`` directory of a recurrent or a static arithmetic run:
+``config.json`` and ``seeds.csv``) every seed's untrained network, drawn from the seed's own key, is evaluated on the run's
+validation and test sets (``nalu_jax.experiments.random_baseline``), and the per-seed
 errors are written to ``CELL/random_baseline.csv`` (seed, valid_mse, test_mse). The document
 divides each seed's ``interpolation_mse`` / ``extrapolation_mse`` by them (×100): the scaled
 error of Trask et al. 2018, Table 1. Deterministic: the same cell gives the same file.
@@ -27,14 +27,16 @@ from nalu_jax.config import ConfigError  # noqa: E402
 
 def config_of(cell: str) -> ml_collections.ConfigDict:
     """The run's config from ``CELL/config.json`` (lists back to tuples where the config has
-    ranges), checked to be a recurrent run."""
+    ranges), checked to be a recurrent or an arithmetic run."""
     path = os.path.join(cell, "config.json")
     if not os.path.exists(path):
         raise ConfigError(f"cell {cell!r} holds no config.json: give a results/ cell directory.")
     with open(path) as f:
         raw = json.load(f)
-    if raw.get("experiment") != "recurrent":
-        raise ConfigError(f"cell {cell!r} is a {raw.get('experiment')!r} run; needs recurrent.")
+    if raw.get("experiment") not in ("recurrent", "arithmetic"):
+        raise ConfigError(
+            f"cell {cell!r} is a {raw.get('experiment')!r} run; needs recurrent or arithmetic."
+        )
 
     def tuples(d):
         return {k: tuples(v) if isinstance(v, dict) else (tuple(v) if isinstance(v, list) else v)
@@ -44,7 +46,7 @@ def config_of(cell: str) -> ml_collections.ConfigDict:
 
 
 def write(cell: str) -> str:
-    from nalu_jax.experiments.recurrent_baseline import random_baseline
+    from nalu_jax.experiments.random_baseline import random_baseline
     from nalu_jax.reporting.report import atomic_write
 
     base = random_baseline(config_of(cell))
@@ -59,7 +61,10 @@ def write(cell: str) -> str:
 def main(argv=None) -> int:
     cells = list(sys.argv[1:] if argv is None else argv)
     if not cells:
-        print("give one or more results/ cell directories of recurrent runs.", file=sys.stderr)
+        print(
+            "give one or more results/ cell directories of recurrent or arithmetic runs.",
+            file=sys.stderr,
+        )
         return 2
     for cell in cells:
         try:

@@ -26,11 +26,6 @@ NOT_COVERED = (
      ("nalu-program-evaluation",)),
     ("MNIST parity (NALU §4.6)", "the parity task and its ablation of the NAC's constraints",
      ("mnist-parity",)),
-    ("Recurrent ÷, a², √a (NALU §4.1, Table 1)", "NALU cells extrapolate ÷, a², √a over time",
-     ("recurrent/div", "recurrent/squared", "recurrent/root")),
-    ("Static arithmetic (NALU §4.1, Table 1, static rows)",
-     "NAC and NALU extrapolate +, −, ×, ÷, a², √a; the scaled errors of Table 1",
-     ("nalu-static",)),
 )  # fmt: skip
 
 
@@ -160,7 +155,7 @@ class ScaledErrorFunctions:
         (``CELL/random_baseline.csv``, ``launch/random_baseline.py``): 0 exact, 100 random."""
         import numpy as np
 
-        from nalu_jax.experiments.recurrent_baseline import scaled_errors
+        from nalu_jax.experiments.random_baseline import scaled_errors
 
         path = self._dir(cell)
         base_path = os.path.join(path, "random_baseline.csv")

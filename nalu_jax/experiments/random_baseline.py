@@ -1,13 +1,13 @@
-"""The NALU paper's scaled error for the recurrent task: each seed's error against the error of
-the same network at its random initialisation.
+"""The NALU paper's scaled error: each seed's error against the error of the same network at
+its random initialisation, for the static (arithmetic) and the recurrent task.
 
 Trask et al. 2018 (Table 1) report, per task and model, an error "scaled relative to a randomly
 initialized model": 100 is the random model, 0 is exact. Ours: for each seed, the network of
 its config drawn with its own seed key (``Trainer.init``, untrained), evaluated on the run's own
-validation set (length ``task.train_length``) and test set (length ``task.test_length``);
-the scaled error is ``100 · MSE(trained) / MSE(random)`` on the same set
-(:func:`scaled_errors`). The paper does not say how it summarises seeds; we report the median
-and the range over seeds.
+validation and test sets (static: the run's own evaluation, ``Trainer.evaluate``; recurrent:
+length ``task.train_length`` and ``task.test_length``); the scaled error is
+``100 · MSE(trained) / MSE(random)`` on the same set (:func:`scaled_errors`). The paper does not
+say how it summarises seeds; we report the median and the range over seeds.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from nalu_jax.experiments.recurrent import sequence_target, trainer_for
 
 def random_baseline(config, chunk: int = 250) -> dict:
     """Each seed's untrained network on the run's evaluation sets: ``{"seed" [S],
-    "valid_mse" [S], "test_mse" [S]}`` (float64; the sets as the run's ``eval_data``)."""
+    "valid_mse" [S], "test_mse" [S]}`` (float64; the sets as the run's ``eval_data``).
+    ``config.experiment`` is "arithmetic" (the static task) or "recurrent"."""
+    if config.experiment == "arithmetic":
+        return _static_baseline(config)
     task = arithmetic.build_task(config)
     trainer = trainer_for(config, task)
     seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
@@ -51,6 +54,29 @@ def random_baseline(config, chunk: int = 250) -> dict:
         )
         out[f"{name}_mse"] = total / size
     return out
+
+
+def _static_baseline(config, seed_chunk: int = 10) -> dict:
+    """The static task's: the run's own ``Trainer.evaluate`` at each seed's initial state (the
+    evaluation a run makes at step 0), ``seed_chunk`` seeds at a time."""
+    trainer = arithmetic.trainer_for(config)
+    seeds = np.arange(config.first_seed, config.first_seed + config.num_seeds)
+    keys = train.seed_keys(config.seed, seeds)
+
+    @jax.jit
+    def errors(keys):
+        states = jax.vmap(trainer.init)(keys)
+        _, m = jax.vmap(trainer.evaluate, in_axes=(0, None, None))(
+            states, trainer.hparams, trainer.eval_data
+        )
+        return m.valid_mse, m.test_mse
+
+    valid, test = [], []
+    for i in range(0, len(seeds), seed_chunk):
+        v, t = errors(keys[i : i + seed_chunk])
+        valid.append(np.asarray(v, np.float64))
+        test.append(np.asarray(t, np.float64))
+    return {"seed": seeds, "valid_mse": np.concatenate(valid), "test_mse": np.concatenate(test)}
 
 
 def scaled_errors(trained_mse, random_mse) -> np.ndarray:
