@@ -55,6 +55,15 @@ def test_full_budget_failures_are_not_reproduced(tmp_path):
     assert _claims(tmp_path).startswith("**not reproduced**:")
 
 
+def test_a_cell_of_another_group_is_named_from_the_root(tmp_path):
+    _cell(tmp_path, "g-rz/nmu", 2), _cell(tmp_path, "g/lstm", 0)
+    r = render.Renderer(str(tmp_path))
+    v = render_nalu.length_claims(r, "g", ["g-rz/nmu"], ["lstm"], 1000, 100_000,
+                                  {"g-rz/nmu": "NMU (R_z)"})  # fmt: skip
+    assert v == ("**reproduced at 1/25 of the paper's steps**: NMU (R_z) extrapolates "
+                 "(2/4 at 1,000); lstm fails (0/4 at 1,000)")  # fmt: skip
+
+
 def test_unknown_length_and_missing_cell(tmp_path):
     _cell(tmp_path, "g/nac_add", 1)
     r = render.Renderer(str(tmp_path))

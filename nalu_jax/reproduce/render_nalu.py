@@ -24,6 +24,10 @@ from nalu_jax.reproduce import results as results_lib
 #: sequential MNIST: stable-nalu trains 10⁵ steps (the ICLR 2020 appendix's runs; the NALU
 #: paper, §4.2, gives no budget; docs/protocols.md)
 SEQUENTIAL_MNIST_PAPER_STEPS = 100_000
+#: the ICLR 2020 product's budget: 1,000 epochs (stable-nalu lfs_batch_jobs/
+#: sequential_mnist_prod_long.sh, ``--max-epochs 1000``) of MNIST's 60,000 training images in
+#: sequences of 2, batches of 64: about 4.7·10⁵ steps
+SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS = 470_000
 
 
 def _fraction(fraction: float) -> str:
@@ -113,12 +117,13 @@ def length_claims(r, group, extrapolate, fail, length, paper_steps, labels=None,
     success's Wilson interval excludes 0), fails when none is. A part that does not hold at a
     fraction of the paper's budget is "not settled at this budget"; the verdict is
     "reproduced" when every part holds, "not settled" when none holds and the budget is short,
-    "partly" (naming the parts) otherwise. ``whose``: as for ``budget_line``."""
+    "partly" (naming the parts) otherwise. ``whose``: as for ``budget_line``. A model with a
+    "/" is a cell of another group, named from the root (e.g. a variant run apart)."""
     labels = dict(labels or {})
     held, short, wrong = [], [], []
     fraction = 1.0
     for model, wants in [(m, True) for m in extrapolate] + [(m, False) for m in fail]:
-        solved, seeds, steps = _solved_at(r, f"{group}/{model}", length)
+        solved, seeds, steps = _solved_at(r, model if "/" in model else f"{group}/{model}", length)
         fraction = min(fraction, steps / paper_steps)
         name = labels.get(model, model)
         part = f"{name} {'extrapolates' if wants else 'fails'} ({solved}/{seeds} at {length:,})"
@@ -150,4 +155,5 @@ def functions(r, missing) -> dict:
         "budget_line": lambda *a, **k: budget_line(r, *a, missing=missing, **k),
         "length_claims": lambda *a, **k: length_claims(r, *a, **k),
         "SEQUENTIAL_MNIST_PAPER_STEPS": SEQUENTIAL_MNIST_PAPER_STEPS,
+        "SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS": SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS,
     }
