@@ -56,6 +56,11 @@ _EXTRA = flags.DEFINE_list(
     "extra_models", None, "Registered units to add as rows, e.g. mypkg.units:ScaledNAU."
 )
 _OPS = flags.DEFINE_list("ops", None, "Ops of the table to run, e.g. mul,add (default: all).")
+_POINTS = flags.DEFINE_list(
+    "points",
+    None,
+    "Points of a figure whose points are cells of their own, e.g. h2,h10 (default: all).",
+)
 _SEEDS = flags.DEFINE_integer("seeds", None, "Seeds per cell (default: the published number).")
 _STEPS = flags.DEFINE_integer("steps", None, "Iterations per cell (default: the published).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory of the table and its cells.")
@@ -66,7 +71,8 @@ _SMOKE = flags.DEFINE_bool(
     "smoke",
     False,
     "A seconds-long run of the whole path (CI; not the published protocol, never committed): "
-    "2 seeds, 2,000 steps unless --seeds/--steps say otherwise, small evaluation sets.",
+    "2 seeds, 2,000 steps unless --seeds/--steps say otherwise, small evaluation sets; the "
+    "table's first cell unless --ops/--models/--points name cells.",
 )
 _CHECK = flags.DEFINE_string(
     "check",
@@ -124,11 +130,22 @@ def main(argv) -> None:
     if _REPORT_ONLY.value and cli.CONFIG_ITEMS:
         fail("--config.FIELD overrides apply to runs; --report_only runs nothing.")
     seeds, steps, calibration = _SEEDS.value, _STEPS.value, _CALIBRATION.value
+    models, ops, points = _MODELS.value, _OPS.value, _POINTS.value
     if _SMOKE.value:
         seeds, steps = seeds or cells.SMOKE_SEEDS, steps or cells.SMOKE_STEPS
         calibration = min(calibration, cells.SMOKE_CALIBRATION_STEPS)
 
     with cli.reported_errors():
+        if _SMOKE.value and not (models or ops or points or _REPORT_ONLY.value):
+            first = reproduce.specs.cells(reproduce.table(_TABLE.value))[0]
+            models, ops, points = (
+                [first.variant.key],
+                [first.op],
+                [first.point] if first.point else None,
+            )
+            print(
+                f"--smoke runs the table's first cell, {first.key} (--ops/--models/--points name others)."
+            )
         results, where = _results_root()
         if _REPORT_ONLY.value:
             spec = reproduce.specs.with_extra(reproduce.table(_TABLE.value), _EXTRA.value)
@@ -137,8 +154,9 @@ def main(argv) -> None:
             rows = reproduce.reproduce(
                 _TABLE.value,
                 _WORKDIR.value,
-                models=_MODELS.value,
-                ops=_OPS.value,
+                models=models,
+                ops=ops,
+                points=points,
                 seeds=seeds,
                 steps=steps,
                 overrides=cells.SMOKE if _SMOKE.value else None,

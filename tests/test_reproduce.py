@@ -116,6 +116,21 @@ def test_bad_names_are_config_errors():
         cell_config(spec, specs.cells(spec, ["nmu"], ["mul"])[0], 2, 1500)
 
 
+def test_points_pick_cells_of_a_per_point_figure():
+    hidden = specs.table("iclr2020-hidden-size")
+    assert len(specs.cells(hidden, ["nmu"])) == 9  # every point by default
+    picked = specs.cells(hidden, ["nmu", "nac_mul"], points=["h10", "h2"])
+    assert [c.key for c in picked] == [  # table order, whatever the order named
+        "mul-nmu-h2", "mul-nmu-h10", "mul-nac_mul-h2", "mul-nac_mul-h10",
+    ]  # fmt: skip
+    with pytest.raises(ConfigError, match=r"--points names 'h11'.*allowed: \['h2'"):
+        specs.cells(hidden, points=["h11"])
+    # a figure whose points are one program, and a table, have no points to pick
+    for name in ("iclr2020-range", "iclr2020-arithmetic"):
+        with pytest.raises(ConfigError, match="--points applies to a figure whose points are"):
+            specs.cells(specs.table(name), points=["r1"])
+
+
 @pytest.mark.parametrize("name", ["iclr2020-arithmetic", "iclr2020-gate", "iclr2020-ablation"])
 def test_published_figures_are_cells_of_their_table(name):
     spec = specs.table(name)

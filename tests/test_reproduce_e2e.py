@@ -72,6 +72,15 @@ def test_rerun_skips_finished_cells_and_more_cells_add_to_the_table(single):
     assert keys == [("add", "nau"), ("add", "nmu"), ("sub", "nau")]
 
 
+def test_smoke_without_a_selection_runs_the_first_cell(tmp_path):
+    out = launch("reproduce.py", "--calibration_steps=0", f"--workdir={tmp_path}")
+    assert "--smoke runs the table's first cell, mul-nac_mul_nmu" in out
+    assert [(r["op"], r["model"], r["status"]) for r in rows(str(tmp_path))] == [
+        ("mul", "nac_mul_nmu", "done"),
+    ]  # fmt: skip
+    assert "results: none committed" in out
+
+
 def test_slurm_array_on_the_local_executor_merges_to_the_same_table(single, tmp_path):
     workdir, _ = single
     out = launch("slurm.py", "--cluster=local", "--ops=add", "--models=nau,nmu",

@@ -86,12 +86,13 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
 
 
 def reproduce(
-    name: str, workdir: str, *, models=None, ops=None, seeds=None, steps=None, overrides=None,
+    name: str, workdir: str, *, models=None, ops=None, points=None, seeds=None, steps=None,
+    overrides=None,
     calibration_steps: int = 2_000, progress: bool = True, overwrite: bool = False, log=print,
     results: str | None = None,
     extra_models=None, config_items=(),
 ) -> list[dict]:  # fmt: skip
-    """Run every cell of table ``name`` (restricted to ``models``/``ops``) into
+    """Run every cell of table ``name`` (restricted to ``models``/``ops``/``points``) into
     ``workdir/cells/OP-MODEL``, print the estimated wall time first (a ``calibration_steps``
     run per model on this machine; 0 skips it), then write the table. Finished cells are
     skipped, stopped ones resume. ``seeds``/``steps`` reduce the protocol; ``overrides``
@@ -112,7 +113,7 @@ def reproduce(
     spec = specs.with_extra(table(name), extra_models)
     if models and extra_models:
         models = [*models, *(m for m in extra_models if m not in models)]
-    chosen = specs.cells(spec, models, ops)
+    chosen = specs.cells(spec, models, ops, points)
     cfgs = cells_lib.configs(spec, chosen, seeds, steps, overrides, config_items)
     runnable = [c for c in chosen if c.key in cfgs]
     plan = _plan(spec, runnable, cfgs, workdir, results, overwrite, log)

@@ -284,18 +284,31 @@ def with_extra(spec: TableSpec, names) -> TableSpec:
     )
 
 
-def cells(spec: TableSpec, models=None, ops=None) -> list[Cell]:
-    """The table's cells (op-major, in table order), restricted to ``models``/``ops`` if given."""
+def cells(spec: TableSpec, models=None, ops=None, points=None) -> list[Cell]:
+    """The table's cells (op-major, in table order), restricted to ``models``/``ops`` if given,
+    and for a figure whose points are cells of their own, to ``points`` (keys, e.g. "h10")."""
     for op in ops or ():
         if op not in spec.ops:
             raise ConfigError(f"--ops names {op!r}; table {spec.name!r} has {list(spec.ops)}.")
+    per_point = spec.axis.keys if spec.axis and not spec.axis.sweep else ()
+    if points and not per_point:
+        raise ConfigError(
+            f"--points applies to a figure whose points are cells of their own; table "
+            f"{spec.name!r} has none (its points, if any, are one program per model)."
+        )
+    for p in points or ():
+        if p not in per_point:
+            raise ConfigError(
+                f"--points names {p!r}, not a point of figure {spec.name!r}; allowed: "
+                f"{list(per_point)}."
+            )
     variants = [spec.variant(k) for k in models] if models else list(spec.variants)
     out = []
     for op in ops or spec.ops:
         for v in variants:
             if spec.models_by_op is None or v.key in spec.models_by_op[op]:
-                points = spec.axis.keys if spec.axis and not spec.axis.sweep else ("",)
-                out.extend(Cell(spec.name, op, v, p) for p in points)
+                keep = [p for p in per_point if not points or p in points] or [""]
+                out.extend(Cell(spec.name, op, v, p) for p in keep)
     if not out:
         raise ConfigError(f"no cell of table {spec.name!r} has these models and ops.")
     return out
