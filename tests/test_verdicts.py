@@ -77,3 +77,18 @@ def test_cross_commit_check_is_rendered_from_the_cell(tmp_path):
         "3693ec5 and 5b96e1d: identical (seeds 0–3 × 1,010,000 steps; seeds.csv, "
         "metrics.jsonl; 2026-11-25)"
     )
+
+
+def test_experiments_not_covered_are_listed_with_what_is_missing(tmp_path):
+    r = render.Renderer(str(tmp_path))
+    rows = r.not_covered_rows().splitlines()
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| Program evaluation (NALU §4.4)", "| MNIST parity (NALU §4.6)",
+    ]  # fmt: skip
+    assert all(row.endswith("not implemented: its protocol (data, model sizes, budget) is not "
+                            "in docs/protocols.md |") for row in rows)  # fmt: skip
+    (tmp_path / "mnist-parity").mkdir()
+    rows = render.Renderer(str(tmp_path)).not_covered_rows().splitlines()
+    assert rows[1].endswith(
+        "results committed (`results/mnist-parity`); not judged in this table |"
+    )

@@ -19,13 +19,15 @@ from nalu_jax.reporting import metrics
 from nalu_jax.reproduce import results as results_lib
 from nalu_jax.reproduce import seedtests
 
-#: the published experiments: (glance label, claim, the results cells that would hold them)
+#: the published experiments not implemented: (glance label, claim, the results cells that
+#: would hold them, what is missing)
+_UNTRANSCRIBED = "its protocol (data, model sizes, budget) is not in docs/protocols.md"
 NOT_COVERED = (
     ("Program evaluation (NALU §4.4)", "an LSTM with a NALU evaluates simple programs beyond the "
      "training range",
-     ("nalu-program-evaluation",)),
+     ("nalu-program-evaluation",), _UNTRANSCRIBED),
     ("MNIST parity (NALU §4.6)", "the parity task and its ablation of the NAC's constraints",
-     ("mnist-parity",)),
+     ("mnist-parity",), _UNTRANSCRIBED),
 )  # fmt: skip
 
 
@@ -136,10 +138,10 @@ class VerdictFunctions:
         """One glance row per published experiment not covered yet: "not implemented" until
         one of its results cells is committed."""
         lines = []
-        for label, claim, cells in NOT_COVERED:
+        for label, claim, cells, why in NOT_COVERED:
             have = [c for c in cells if os.path.isdir(os.path.join(self.root, c))]
             status = (
-                "not implemented"
+                f"not implemented: {why}"
                 if not have
                 else f"results committed (`results/{have[0]}`); not judged in this table"
             )
