@@ -103,3 +103,18 @@ def test_sm_table_shows_each_cells_size_steps_and_ranges(tmp_path):
         render_nalu.sm_table(
             render.Renderer(str(tmp_path / "none")), render.Missing, "primer-single-module-sizes"
         )
+
+
+def test_reference_misread_counts_reference_seeds_with_no_digit_right(tmp_path):
+    _cell(tmp_path, "g/nmu", 1)
+    (tmp_path / "g/nmu/reference").mkdir()
+    (tmp_path / "g/nmu/reference/seeds.csv").write_text(
+        "seed,image_accuracy,mse_last_1\n0,0.71,2.0\n1,0.0,9.0\n2,0.5,1.0\n"
+    )
+    assert render_nalu.reference_misread(render.Renderer(str(tmp_path)), "g/nmu") == "1 of 3"
+
+
+def test_a_fraction_that_is_no_unit_fraction_is_a_percentage(tmp_path):
+    _cell(tmp_path, "g/nmu", 1, steps=16_000)
+    line = render_nalu.budget_line(render.Renderer(str(tmp_path)), 470_000, "g/nmu")
+    assert "3.4% of the paper's steps" in line  # 16,000 / 470,000; 1/29.4 is no unit fraction

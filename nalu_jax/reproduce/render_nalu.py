@@ -34,7 +34,7 @@ def _fraction(fraction: float) -> str:
     if fraction >= 1:
         return "the full budget"
     inv = 1 / fraction
-    return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{fraction:.2g}"
+    return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{100 * fraction:.2g}%"
 
 
 def _config(r, cell) -> dict:
@@ -147,6 +147,14 @@ def length_claims(r, group, extrapolate, fail, length, paper_steps, labels=None,
     return "**partly** — " + " — ".join(parts)
 
 
+def reference_misread(r, cell) -> str:
+    """ "3 of 10": the seeds of a sequential-MNIST cell's reference population whose CNN reads
+    no digit right (image accuracy 0 in ``CELL/reference/seeds.csv``; e.g. it learnt −digit,
+    which flips the product's sign at every odd length)."""
+    rows = results_lib.read_csv(os.path.join(r._dir(cell), "reference", "seeds.csv"))
+    return f"{sum(float(x['image_accuracy']) == 0 for x in rows)} of {len(rows)}"
+
+
 def functions(r, missing) -> dict:
     """This module's template functions bound to renderer ``r``; ``missing`` is the exception
     that renders as "no committed data" (``render.Missing``, passed in: render imports us)."""
@@ -154,6 +162,7 @@ def functions(r, missing) -> dict:
         "sm_table": lambda *a, **k: sm_table(r, missing, *a, **k),
         "budget_line": lambda *a, **k: budget_line(r, *a, missing=missing, **k),
         "length_claims": lambda *a, **k: length_claims(r, *a, **k),
+        "reference_misread": lambda cell: reference_misread(r, cell),
         "SEQUENTIAL_MNIST_PAPER_STEPS": SEQUENTIAL_MNIST_PAPER_STEPS,
         "SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS": SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS,
     }
