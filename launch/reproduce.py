@@ -144,7 +144,8 @@ def main(argv) -> None:
                 [first.point] if first.point else None,
             )
             print(
-                f"--smoke runs the table's first cell, {first.key} (--ops/--models/--points name others)."
+                f"--smoke runs the table's first cell, {first.key} "
+                "(--ops/--models/--points name others)."
             )
         results, where = _results_root()
         if _REPORT_ONLY.value:
