@@ -3,11 +3,12 @@
     python -m launch.random_baseline results/recurrent/add/nac_add results/recurrent/sub/nalu
 
 For each cell (a ``results/`` directory of a recurrent or a static arithmetic run:
-``config.json`` and ``seeds.csv``) every seed's untrained network, drawn from the seed's own key, is evaluated on the run's
-validation and test sets (``nalu_jax.experiments.random_baseline``), and the per-seed
-errors are written to ``CELL/random_baseline.csv`` (seed, valid_mse, test_mse). The document
-divides each seed's ``interpolation_mse`` / ``extrapolation_mse`` by them (×100): the scaled
-error of Trask et al. 2018, Table 1. Deterministic: the same cell gives the same file.
+``config.json`` and ``seeds.csv``) every seed's untrained network, drawn from the seed's own
+key, is evaluated on the run's validation and test sets
+(``nalu_jax.experiments.random_baseline``), and the per-seed errors are written to
+``CELL/random_baseline.csv`` (seed, valid_mse, test_mse). The document divides each seed's
+``interpolation_mse`` / ``extrapolation_mse`` by them (×100): the scaled error of Trask et al.
+2018, Table 1. Deterministic: the same cell gives the same file.
 """
 
 from __future__ import annotations

@@ -118,3 +118,31 @@ def test_a_fraction_that_is_no_unit_fraction_is_a_percentage(tmp_path):
     _cell(tmp_path, "g/nmu", 1, steps=16_000)
     line = render_nalu.budget_line(render.Renderer(str(tmp_path)), 470_000, "g/nmu")
     assert "3.4% of the paper's steps" in line  # 16,000 / 470,000; 1/29.4 is no unit fraction
+
+
+def test_scaled_table_rows_and_a_missing_cell(tmp_path):
+    d = tmp_path / "t" / "add-nalu"
+    d.mkdir(parents=True)
+    summary = {"num_seeds": 2, "num_steps": 20_000, "solved": 1, "success_interval": [0.1, 0.9]}
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "provenance.json").write_text(json.dumps({"batches": []}))
+    (d / "seeds.csv").write_text("seed,extrapolation_mse,interpolation_mse\n0,1.0,0.5\n1,4.0,0.5\n")
+    (d / "random_baseline.csv").write_text("seed,valid_mse,test_mse\n0,1.0,100.0\n1,1.0,10.0\n")
+    r = render.Renderer(str(tmp_path))
+    table = render_nalu.scaled_table(
+        r,
+        render.Missing,
+        render.NO_DATA,
+        "t",
+        [("add", "+")],
+        [("nalu", "NALU"), ("relu6", "ReLU6")],
+    )
+    # 100·1/100 = 1 and 100·4/10 = 40 on the test set (median 20.5); 50 on validation
+    assert table.splitlines() == [
+        "| + | NALU | 2 × 20,000 | 1/2 [10%, 90%] | 20 [1, 40] | 50 [50, 50] |",
+        "| + | ReLU6 | *no committed data* (`results/t/add-relu6`) | — | — | — |",
+    ]
+    with pytest.raises(render.Missing):
+        render_nalu.scaled_table(
+            r, render.Missing, render.NO_DATA, "t", [("mul", "×")], [("nalu", "NALU")]
+        )

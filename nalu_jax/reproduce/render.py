@@ -33,11 +33,12 @@ Functions (all read ``results/``):
   ``table_verdict(table, ...)``                    a whole table's verdict by its cells
   ``settled(text, *cells, budget=, contrast=)``    "not settled" from budget and contrast cells
   ``identity_verdict(cell)`` / ``identity_models`` the identity rule (10× the linear network)
-  ``scaled_error(cell, which)``                    the NALU paper's scaled error of a recurrent cell
+  ``scaled_error(cell, which)``                    the NALU paper's scaled error of a cell
   ``cross_commit(cell)``                           a merged cell's recorded cross-commit check
   ``not_covered_rows()``                           glance rows of experiments not implemented
-  and ``render_nalu.functions``: ``sm_table``, ``budget_line``, ``length_claims`` (the NALU
-  paper's experiments and the single-module tables beyond two inputs; see that module)
+  and ``render_nalu.functions``: ``sm_table``, ``budget_line``, ``length_claims``,
+  ``scaled_table``, ``reference_misread`` (the NALU paper's experiments and the single-module
+  tables beyond two inputs; see that module)
 """
 
 from __future__ import annotations
@@ -474,7 +475,7 @@ class Renderer(
         return {
             **{n: getattr(self, n) for n in names},
             **figures_render.functions(self),
-            **render_nalu.functions(self, Missing),
+            **render_nalu.functions(self, Missing, NO_DATA),
         }
 
     def render(self, template: str) -> str:

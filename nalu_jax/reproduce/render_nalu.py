@@ -147,6 +147,32 @@ def length_claims(r, group, extrapolate, fail, length, paper_steps, labels=None,
     return "**partly** — " + " — ".join(parts)
 
 
+def scaled_table(r, missing, no_data, group, ops, models) -> str:
+    """The body rows of a static table of the NALU paper's scaled error: per op (``(key,
+    symbol)``) and model (``(key, label)``) the cell ``group/OP-MODEL``'s seeds × steps, our
+    success, and the scaled error on the test and validation sets; a cell without committed
+    data says so in its row (``no_data``, the renderer's words), and the table is missing when
+    none has any."""
+    lines, found = [], False
+    for op, sym in ops:
+        for model, label in models:
+            cell = f"{group}/{op}-{model}"
+            try:
+                fields = [
+                    f"{r.stat(cell, 'num_seeds')} × {r.stat(cell, 'num_steps')}",
+                    r.successes(group, [f"{op}-{model}"], [""]),
+                    r.scaled_error(cell),
+                    r.scaled_error(cell, "interpolation"),
+                ]
+                found = True
+            except missing:
+                fields = [f"{no_data} (`results/{cell}`)"] + ["—"] * 3
+            lines.append(f"| {sym} | {label} | " + " | ".join(fields) + " |")
+    if not found:
+        raise missing(group)
+    return "\n".join(lines)
+
+
 def reference_misread(r, cell) -> str:
     """ "3 of 10": the seeds of a sequential-MNIST cell's reference population whose CNN reads
     no digit right (image accuracy 0 in ``CELL/reference/seeds.csv``; e.g. it learnt −digit,
@@ -155,14 +181,16 @@ def reference_misread(r, cell) -> str:
     return f"{sum(float(x['image_accuracy']) == 0 for x in rows)} of {len(rows)}"
 
 
-def functions(r, missing) -> dict:
+def functions(r, missing, no_data) -> dict:
     """This module's template functions bound to renderer ``r``; ``missing`` is the exception
-    that renders as "no committed data" (``render.Missing``, passed in: render imports us)."""
+    that renders as ``no_data`` (``render.Missing`` and ``render.NO_DATA``, passed in: render
+    imports us)."""
     return {
         "sm_table": lambda *a, **k: sm_table(r, missing, *a, **k),
         "budget_line": lambda *a, **k: budget_line(r, *a, missing=missing, **k),
         "length_claims": lambda *a, **k: length_claims(r, *a, **k),
         "reference_misread": lambda cell: reference_misread(r, cell),
+        "scaled_table": lambda *a: scaled_table(r, missing, no_data, *a),
         "SEQUENTIAL_MNIST_PAPER_STEPS": SEQUENTIAL_MNIST_PAPER_STEPS,
         "SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS": SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS,
     }

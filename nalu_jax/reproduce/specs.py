@@ -302,12 +302,12 @@ def cells(spec: TableSpec, models=None, ops=None, points=None) -> list[Cell]:
                 f"--points names {p!r}, not a point of figure {spec.name!r}; allowed: "
                 f"{list(per_point)}."
             )
+    keep = [p for p in per_point if not points or p in points] or [""]
     variants = [spec.variant(k) for k in models] if models else list(spec.variants)
     out = []
     for op in ops or spec.ops:
         for v in variants:
             if spec.models_by_op is None or v.key in spec.models_by_op[op]:
-                keep = [p for p in per_point if not points or p in points] or [""]
                 out.extend(Cell(spec.name, op, v, p) for p in keep)
     if not out:
         raise ConfigError(f"no cell of table {spec.name!r} has these models and ops.")

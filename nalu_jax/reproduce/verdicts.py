@@ -150,7 +150,7 @@ class VerdictFunctions:
 
 
 class ScaledErrorFunctions:
-    """The NALU paper's scaled error of a recurrent cell (mixed into the renderer)."""
+    """The NALU paper's scaled error of a recurrent or static cell (mixed into the renderer)."""
 
     def scaled_error(self, cell, which="extrapolation") -> str:
         """Median [min, max] over seeds of ``100 · MSE / MSE of the seed's untrained network``
