@@ -220,3 +220,40 @@ def test_smoke_range_figure_trains_as_one_program_and_renders(tmp_path):
     assert len(summary["settings"]) == 7
     table = render.Renderer(str(results)).namespace()["figure_table"]("iclr2020-range")
     assert table.count("/2 [") == 7  # every pair of the one committed cell, 2 seeds each
+
+
+def test_the_claims_cells_at_a_larger_budget_set_the_verdicts_fraction(tmp_path):
+    root = tmp_path / "results"
+    for model in ("nmu", "nac_mul"):
+        for point in ("h2", "h5"):
+            path = f"iclr2020-hidden-size/mul-{model}-{point}"
+            _commit(root, path, _summary(0, 10, 100_000), 10, 100_000)
+    _commit(root, "iclr2020-hidden-size/mul-nmu-h10", _summary(4, 10, 2_000_000), 10, 2_000_000)
+    _commit(root, "iclr2020-hidden-size/mul-nac_mul-h10", _summary(0, 10, 2_000_000), 10,
+            2_000_000)  # fmt: skip
+    ns = render.Renderer(str(root)).namespace()
+    rows = ns["figure_table"]("iclr2020-hidden-size").splitlines()
+    # the two cells off the figure's usual budget say theirs; the others do not
+    assert rows[2].startswith("| 2 | 0/10 [0%, 28%] | 0/10 [0%, 28%] | — |")
+    assert rows[10].startswith(
+        "| 10 | 4/10 [17%, 69%] (2·10⁶ steps) | 0/10 [0%, 28%] (2·10⁶ steps) | — |"
+    )
+    # the claim reads hidden size 10 only: 10 seeds × 2·10⁶ of 50 × 5·10⁶ = 8%, not the
+    # 1/250 of the other points
+    assert ns["figure_verdict"]("iclr2020-hidden-size") == (
+        "not settled at 8% of the paper's seed-steps: the claim holds on the committed cells"
+        " (6 of 54 cells committed)"
+    )
+    # the budget line counts every committed cell's own steps: 4 × 10 × 10⁵ + 2 × 10 × 2·10⁶
+    assert ns["figure_budget"]("iclr2020-hidden-size").startswith(
+        "6 of 54 cells, 4.4e+07 seed-steps"
+    )
+
+
+def test_steps_read_as_powers_of_ten_where_shorter():
+    from nalu_jax.reproduce.figures_render import _steps
+
+    assert _steps(2_000_000) == "2·10⁶"
+    assert _steps(100_000) == "10⁵"
+    assert _steps(25_000) == "25,000"
+    assert _steps(16_000) == "16,000"

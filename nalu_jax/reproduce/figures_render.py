@@ -21,6 +21,16 @@ def _pct(v) -> str:
     return f"{100 * v:.0f}%"
 
 
+def _steps(n: int) -> str:
+    """``2·10⁶`` for 2,000,000, ``25,000`` where no power of ten is shorter."""
+    exp = len(str(n)) - len(str(n).rstrip("0"))
+    if exp < 4:
+        return f"{n:,}"
+    sup = str(exp).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    mant = n // 10**exp
+    return f"10{sup}" if mant == 1 else f"{mant}·10{sup}"
+
+
 def _point_label(axis, value) -> str:
     if axis.name == "range":
         inter, extra = value
@@ -75,6 +85,8 @@ class FigureFunctions:
         head = [f"{spec.axis.label} ({OP_LABELS.get(op, op)})"] + [v.label for v in variants]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         found = False
+        # a figure whose points are cells of their own: a cell run at another budget than most
+        usual = self._usual_fraction(spec) if not spec.axis.sweep and self._any(spec) else None
         for i, value in enumerate(spec.axis.points):
             row = [_point_label(spec.axis, value)]
             for v in variants:
@@ -85,11 +97,24 @@ class FigureFunctions:
                     continue
                 found = True
                 lo, hi = s["success_interval"]
-                row.append(f"{s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]")
+                text = f"{s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]"
+                if usual is not None:
+                    path = f"{spec.name}/{op}-{v.key}-{spec.axis.keys[i]}"
+                    cell = next(c for c in specs.cells(spec, [v.key], [op])
+                                if c.point == spec.axis.keys[i])  # fmt: skip
+                    if round(self._cell_fraction(spec, path, cell), 12) != usual:
+                        text += f" ({_steps(s['num_steps'])} steps)"
+                row.append(text)
             lines.append("| " + " | ".join(row) + " |")
         if not found:
             raise Missing(name)
         return "\n".join(lines)
+
+    def _any(self, spec) -> bool:
+        try:
+            return bool(self._committed(spec))
+        except self.Missing:
+            return False
 
     def _committed(self, spec):
         """``[(cell path, point index or None, provenance batches)]`` of the committed cells."""
@@ -107,22 +132,40 @@ class FigureFunctions:
             raise Missing(spec.name)
         return out
 
-    def fraction(self, name) -> float:
+    def _cell_fraction(self, spec, path, cell) -> float:
+        """The fraction of the paper's seed-steps committed cell ``path`` ran."""
+        s = self.r.summary(path)
+        steps = spec.num_steps
+        if spec.axis.steps:
+            steps = spec.axis.steps[spec.axis.keys.index(cell.point)]
+        seeds = int(s.get("num_seeds") or s["settings"][0]["num_seeds"])
+        return (seeds * int(s.get("num_steps") or s["settings"][0]["num_steps"])
+                / (spec.num_seeds * steps))  # fmt: skip
+
+    def fraction(self, name, reads=None) -> float:
         """The smallest fraction of the paper's seed-steps any committed cell ran (per point
-        where the points' budgets differ)."""
+        where the points' budgets differ); ``reads``: only the cells of these ``(model, point
+        index)`` pairs (a figure whose points are one program: every point of the model)."""
         from nalu_jax.reproduce import specs
 
         spec = specs.table(name)
-        fractions = []
-        for path, cell, _ in self._committed(spec):
-            s = self.r.summary(path)
-            steps = spec.num_steps
-            if spec.axis.steps:
-                steps = spec.axis.steps[spec.axis.keys.index(cell.point)]
-            seeds = int(s.get("num_seeds") or s["settings"][0]["num_seeds"])
-            fractions.append(seeds * int(s.get("num_steps") or s["settings"][0]["num_steps"])
-                             / (spec.num_seeds * steps))  # fmt: skip
-        return min(fractions)
+        keys = spec.axis.keys
+        fractions = [
+            self._cell_fraction(spec, path, cell)
+            for path, cell, _ in self._committed(spec)
+            if reads is None
+            or any(cell.variant.key == m and (spec.axis.sweep or cell.point == keys[i])
+                   for m, i in reads)
+        ]  # fmt: skip
+        return min(fractions) if fractions else self.fraction(name)
+
+    def _usual_fraction(self, spec) -> float:
+        """The fraction most of a figure's committed cells ran (ties: the smaller)."""
+        from collections import Counter
+
+        counts = Counter(round(self._cell_fraction(spec, p, c), 12)
+                         for p, c, _ in self._committed(spec))  # fmt: skip
+        return min(counts, key=lambda f: (-counts[f], f))
 
     def figure_budget(self, name) -> str:
         from nalu_jax.reproduce import specs
@@ -149,23 +192,29 @@ class FigureFunctions:
 
     def figure_verdict(self, name) -> str:
         """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our success rates
-        satisfy it with every cell committed ("not settled" while some are missing); short of it, "not settled at F of the budget" below the paper's budget and
-        "not reproduced" at it; "measured" where the paper states no claim to check."""
+        satisfy it with every cell committed ("not settled" while some are missing); short of
+        it, "not settled at F of the budget" below the paper's budget and "not reproduced" at
+        it; "measured" where the paper states no claim to check. F is the smallest fraction of
+        the cells the claim reads (e.g. the hidden-size claim: hidden size 10 only)."""
         from nalu_jax.reproduce import specs
 
         spec = specs.table(name)
-        fraction = self.fraction(name)
         if name not in CLAIMS:
+            self.fraction(name)  # no committed cell: Missing
             return "measured (the paper's text states no claim of this figure to check)"
+        reads = []
 
         def rate(model, i):
             i = i % len(spec.axis.points)
+            reads.append((model, i))
             return float(self._point_summary(spec, f"mul-{model}", i)["success_rate"])
 
         def have(model):
             return any(c.variant.key == model for _, c, _ in self._committed(spec))
 
         held = CLAIMS[name][1](rate, have)
+        # the budget the verdict speaks of is that of the cells the claim read
+        fraction = self.fraction(name, reads)
         at = "" if fraction >= 1 else f" at {self._budget(fraction)} of the paper's seed-steps"
         done, total = len(self._committed(spec)), len(specs.cells(spec))
         part = f" ({done} of {total} cells committed)" if done < total else ""

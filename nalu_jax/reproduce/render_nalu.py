@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from nalu_jax.reproduce import results as results_lib
+from nalu_jax.reproduce.seedtests import fraction_words
 
 #: sequential MNIST: stable-nalu trains 10⁵ steps (the ICLR 2020 appendix's runs; the NALU
 #: paper, §4.2, gives no budget; docs/protocols.md)
@@ -31,10 +32,7 @@ SEQUENTIAL_MNIST_PRODUCT_PAPER_STEPS = 470_000
 
 
 def _fraction(fraction: float) -> str:
-    if fraction >= 1:
-        return "the full budget"
-    inv = 1 / fraction
-    return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{100 * fraction:.2g}%"
+    return "the full budget" if fraction >= 1 else fraction_words(fraction)
 
 
 def _config(r, cell) -> dict:

@@ -103,9 +103,9 @@ def differs(c: dict, name: str) -> bool:
 
 
 def fraction_words(fraction: float) -> str:
-    """A budget fraction as a reader says it: "1/2500", "1/5", or "0.3"."""
+    """A budget fraction as a reader says it: "1/2500", "1/5", or "30%" (no unit fraction)."""
     inv = 1 / fraction
-    return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{fraction:.2g}"
+    return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{100 * fraction:.2g}%"
 
 
 def verdict(c: dict, fraction: float = 1.0) -> str:
