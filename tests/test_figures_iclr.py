@@ -140,6 +140,8 @@ def test_range_figure_table_budget_and_verdict(tmp_path):
         "not settled at 1/250 of the paper's seed-steps: the claim holds on the committed cells"
         " (2 of 6 cells committed)"
     )
+    # one program per model, its seven points its settings: 3 + 10 + 2 of 2 × 7 × 10
+    assert ns["figure_solved"]("iclr2020-range") == "15 of 140 seeds"
     assert ns["figure_budget"]("iclr2020-range").startswith(
         "2 of 6 cells, 1.4e+07 seed-steps of the paper's 1.05e+10 (0.13%), 4.0 min on Test CPU"
     )
@@ -169,6 +171,7 @@ def test_per_point_cells_and_a_figure_without_a_claim(tmp_path):
     assert rows[2].startswith("| 0 | 4/10 ") and rows[5].startswith("| 0.5 | 9/10 ")
     assert rows[3].startswith("| 0.1 | — |")
     assert ns["figure_verdict"]("iclr2020-overlap").startswith("measured")
+    assert ns["figure_solved"]("iclr2020-overlap") == "13 of 20 seeds"  # 4 + 9 of 10 + 10
     assert set(FIGURES) <= set(specs.TABLES)
 
 

@@ -5,6 +5,7 @@ figure as a table of success per point and model, its committed budget, and its 
   ``figure_budget(name)``            committed seed-steps, the fraction of the paper's, wall time
                                      and machine
   ``figure_verdict(name)``           the rubric applied to the paper's claim (``CLAIMS``)
+  ``figure_solved(name)``            seeds solved over every committed point: "3 of 360 seeds"
 
 A figure's cell is ``results/<name>/<op>-<model>`` (its points are one program's sweep settings)
 or ``results/<name>/<op>-<model>-<point>`` (one program per point).
@@ -224,6 +225,18 @@ class FigureFunctions:
             return f"reproduced{at}"
         return (f"not settled{at}" if fraction < 1 else "not reproduced") + part
 
+    def figure_solved(self, name) -> str:
+        """Seeds solved over every committed point of figure ``name``: "3 of 360 seeds"."""
+        from nalu_jax.reproduce import specs
+
+        spec = specs.table(name)
+        solved = seeds = 0
+        for path, _cell, _ in self._committed(spec):
+            s = self.r.summary(path)
+            for part in s.get("settings") or [s]:
+                solved, seeds = solved + int(part["solved"]), seeds + int(part["num_seeds"])
+        return f"{solved} of {seeds} seeds"
+
     def figure_claim(self, name) -> str:
         return CLAIMS[name][0] if name in CLAIMS else "none stated in the text"
 
@@ -231,4 +244,4 @@ class FigureFunctions:
 def functions(renderer) -> dict:
     f = FigureFunctions(renderer)
     return {n: getattr(f, n) for n in ("figure_table", "figure_budget", "figure_verdict",
-                                       "figure_claim")}  # fmt: skip
+                                       "figure_claim", "figure_solved")}  # fmt: skip
