@@ -207,6 +207,10 @@ def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):
     (repo / "pkg").mkdir()
     (repo / "pkg" / "unit.py").write_text("x = 1\n")
     (repo / "results" / "t" / "seeds.csv").write_text("seed\n0\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "guide.md").write_text("a\n")
+    (repo / "docs" / "template.md").write_text("b\n")
+    (repo / "NOTES.md").write_text("c\n")
     git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)
     git("init", "-q")
     git("add", ".")
@@ -214,6 +218,10 @@ def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):
     assert not results_lib.code_modified(str(repo / "pkg"))
     (repo / "results" / "t" / "seeds.csv").write_text("seed\n0\n1\n")  # a cell just committed
     (repo / "untracked.txt").write_text("")
+    assert not results_lib.code_modified(str(repo / "pkg"))
+    # prose edited while a run trains: not code
+    (repo / "docs" / "guide.md").write_text("a, edited\n")
+    (repo / "NOTES.md").write_text("c, edited\n")
     assert not results_lib.code_modified(str(repo / "pkg"))
     (repo / "pkg" / "unit.py").write_text("x = 2\n")
     assert results_lib.code_modified(str(repo / "pkg"))

@@ -125,11 +125,13 @@ def versions() -> dict:
 
 
 def code_modified(cwd: str | None = None) -> bool:
-    """Whether tracked files of the checkout other than ``results/`` differ from its commit.
-    Code, not data: a table run commits its cells one after another, so ``results/`` is
-    modified from the second cell on."""
+    """Whether tracked files of the checkout other than ``results/`` and prose (``docs/``,
+    Markdown) differ from its commit. Code, not data: a table run commits its cells one after
+    another, so ``results/`` is modified from the second cell on, and a document edited while
+    a run trains changes nothing it computes."""
     status = ["status", "--porcelain", "--untracked-files=no"]
-    return bool(_git(*status, "--", ":(top)", ":(top,exclude)results", cwd=cwd))
+    return bool(_git(*status, "--", ":(top)", ":(top,exclude)results", ":(top,exclude)docs",
+                     ":(top,exclude,glob)**/*.md", cwd=cwd))  # fmt: skip
 
 
 def provenance_entry(
