@@ -260,3 +260,21 @@ def test_steps_read_as_powers_of_ten_where_shorter():
     assert _steps(100_000) == "10⁵"
     assert _steps(25_000) == "25,000"
     assert _steps(16_000) == "16,000"
+
+
+def test_the_gated_unit_is_stacked_where_the_scripts_stack_it():
+    from nalu_jax.models.arithmetic import resolve_layers
+
+    # App. C's all-models table and the dataset-parameter figures: the gated unit in both
+    # layers (no --first-layer in stable-nalu's scripts); the gating table: over an NAU
+    def layers(name, op="mul"):
+        spec = specs.table(name)
+        cell = specs.cells(spec, ["gated_nau_nmu"], [op])[0]
+        m = cell_config(spec, cell).model
+        return resolve_layers(m.name, first_layer=m.first_layer)
+
+    for name in ("iclr2020-arithmetic", "iclr2020-hidden-size", "iclr2020-range",
+                 "iclr2020-input-size", "iclr2020-overlap", "iclr2020-subset"):  # fmt: skip
+        assert layers(name) == ("gated_nau_nmu", "gated_nau_nmu"), name
+    assert layers("iclr2020-arithmetic", "div") == ("gated_nau_nmu", "gated_nau_nmu")
+    assert layers("iclr2020-gate") == layers("iclr2020-gate", "add") == ("nau", "gated_nau_nmu")

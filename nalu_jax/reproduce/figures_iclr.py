@@ -15,7 +15,7 @@ paper's text says of each, which ``nalu_jax.reproduce.figures_render`` checks ag
 
 from __future__ import annotations
 
-from nalu_jax.reproduce.specs import Axis, TableSpec, Variant
+from nalu_jax.reproduce.specs import GATED_BOTH_LAYERS, Axis, TableSpec, Variant
 
 _ICLR = "Madsen & Johansen, Neural Arithmetic Units, ICLR 2020 (arXiv:2001.05016)"
 #: the models of the × figures, as the batch scripts list them (their `--layer-type` lines)
@@ -25,7 +25,7 @@ _MUL_MODELS = (
     Variant("nac_mul_sigma", "NAC•,σ", "nac_mul_sigma"),
     Variant("nac_mul_nmu", "NAC•,NMU", "nac_mul_nmu"),
     Variant("nalu", "NALU", "nalu"),
-    Variant("gated_nau_nmu", "Gated NAU/NMU", "gated_nau_nmu"),
+    Variant("gated_nau_nmu", "Gated NAU/NMU", "gated_nau_nmu", overrides=GATED_BOTH_LAYERS),
 )
 #: interpolation → extrapolation range (App. C.5; lfs_batch_jobs/function_task_static_mul_range.sh)
 RANGE_PAIRS = (

@@ -103,12 +103,19 @@ def _v(key, label, model=None, **kw):
 _NO_CLAMP = (("model.layer1_options.clamp_w", False), ("model.layer2_options.clamp_w", False))
 _NO_RSPARSE = (("train.reg_scale", 0.0),)
 _ICLR = "Madsen & Johansen, Neural Arithmetic Units, ICLR 2020 (arXiv:2001.05016)"
+# The gated NAU/NMU of App. C's all-models table and of the dataset-parameter figures is the gated
+# unit in both layers: stable-nalu's function_task_static.sh and function_task_static_mul_*.sh
+# (b3296ac) run ``--layer-type ReRegualizedLinearNALU --nalu-two-nac --nalu-mul mnac`` with no
+# ``--first-layer``, and SimpleFunctionStaticNetwork then stacks that unit twice (0% on every op
+# in the all-models table). The gating table's runs (function_task_static_nalu.sh) put it over
+# an NAU (``--first-layer ReRegualizedLinearNAC``, 62% on ×): the model's default.
+GATED_BOTH_LAYERS = (("model.first_layer", "same"),)
 _ARITH_MODELS = (
     _v("nac_mul_nmu", "NAC•,NMU"),
     _v("nac_mul_sigma", "NAC•,σ"),
     _v("nac_mul", "NAC•"),
     _v("nac_add", "NAC₊"),
-    _v("gated_nau_nmu", "Gated NAU/NMU"),
+    _v("gated_nau_nmu", "Gated NAU/NMU", overrides=GATED_BOTH_LAYERS),
     _v("linear", "Linear"),
     _v("nalu", "NALU"),
     _v("nau", "NAU"),
