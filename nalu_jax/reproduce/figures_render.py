@@ -13,6 +13,8 @@ or ``results/<name>/<op>-<model>-<point>`` (one program per point).
 
 from __future__ import annotations
 
+from collections import Counter
+
 from nalu_jax.config import as_tuples
 from nalu_jax.reproduce.figures_iclr import CLAIMS
 from nalu_jax.reproduce.specs import OP_LABELS
@@ -87,7 +89,10 @@ class FigureFunctions:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         found = False
         # a figure whose points are cells of their own: a cell run at another budget than most
-        usual = self._usual_fraction(spec) if not spec.axis.sweep and self._any(spec) else None
+        # says its steps
+        fractions = {} if spec.axis.sweep else self._fractions(spec)
+        counts = Counter(fractions.values())
+        usual = min(counts, key=lambda f: (-counts[f], f)) if counts else None  # ties: smaller
         for i, value in enumerate(spec.axis.points):
             row = [_point_label(spec.axis, value)]
             for v in variants:
@@ -99,23 +104,23 @@ class FigureFunctions:
                 found = True
                 lo, hi = s["success_interval"]
                 text = f"{s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]"
-                if usual is not None:
-                    path = f"{spec.name}/{op}-{v.key}-{spec.axis.keys[i]}"
-                    cell = next(c for c in specs.cells(spec, [v.key], [op])
-                                if c.point == spec.axis.keys[i])  # fmt: skip
-                    if round(self._cell_fraction(spec, path, cell), 12) != usual:
-                        text += f" ({_steps(s['num_steps'])} steps)"
+                path = f"{spec.name}/{op}-{v.key}-{spec.axis.keys[i]}" if fractions else ""
+                if fractions.get(path, usual) != usual:
+                    text += f" ({_steps(s['num_steps'])} steps)"
                 row.append(text)
             lines.append("| " + " | ".join(row) + " |")
         if not found:
             raise Missing(name)
         return "\n".join(lines)
 
-    def _any(self, spec) -> bool:
+    def _fractions(self, spec) -> dict:
+        """``{cell path: fraction of the paper's seed-steps}`` of the committed cells (rounded,
+        so that equal budgets compare equal); none committed: empty."""
         try:
-            return bool(self._committed(spec))
+            committed = self._committed(spec)
         except self.Missing:
-            return False
+            return {}
+        return {p: round(self._cell_fraction(spec, p, c), 12) for p, c, _ in committed}
 
     def _committed(self, spec):
         """``[(cell path, point index or None, provenance batches)]`` of the committed cells."""
@@ -159,14 +164,6 @@ class FigureFunctions:
                    for m, i in reads)
         ]  # fmt: skip
         return min(fractions) if fractions else self.fraction(name)
-
-    def _usual_fraction(self, spec) -> float:
-        """The fraction most of a figure's committed cells ran (ties: the smaller)."""
-        from collections import Counter
-
-        counts = Counter(round(self._cell_fraction(spec, p, c), 12)
-                         for p, c, _ in self._committed(spec))  # fmt: skip
-        return min(counts, key=lambda f: (-counts[f], f))
 
     def figure_budget(self, name) -> str:
         from nalu_jax.reproduce import specs
