@@ -35,6 +35,8 @@ SWEEPABLE = {
     "interpolation_range": ("task", "interpolation_range"),
     "extrapolation_range": ("task", "extrapolation_range"),
     "threshold_epsilon": ("task", "threshold_epsilon"),
+    "subset_ratio": ("task", "subset_ratio"),
+    "overlap_ratio": ("task", "overlap_ratio"),
 }
 #: sweeps whose every value sets several SWEEPABLE fields together (one setting per value, not
 #: their grid): name → the fields, e.g. ``range_pair`` values are (interpolation, extrapolation)
@@ -147,12 +149,17 @@ def validate_common(config, positive=()) -> None:
 #: run fields added after results were committed, with the value every older run had: a config
 #: written without one (a results cell, a workdir) compares as if it held that value
 ADDED_FIELDS = {"cpu_ynn_fusions": True, "matmul_precision": "highest"}
+#: sweep slots added after results were committed (an older config: not swept)
+ADDED_SWEEP_SLOTS = ("subset_ratio", "overlap_ratio")
 
 
 def with_added_fields(config: dict) -> dict:
-    """``config`` (a plain dict) with every field of ``ADDED_FIELDS`` it lacks, at the value
-    runs had before the field existed."""
-    return {**ADDED_FIELDS, **config}
+    """``config`` (a plain dict) with every field of ``ADDED_FIELDS`` (and sweep slot of
+    ``ADDED_SWEEP_SLOTS``) it lacks, at the value runs had before the field existed."""
+    config = {**ADDED_FIELDS, **config}
+    if isinstance(config.get("sweep"), dict):
+        config["sweep"] = {**dict.fromkeys(ADDED_SWEEP_SLOTS), **config["sweep"]}
+    return config
 
 
 def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: int):

@@ -40,8 +40,8 @@ def test_a_config_without_the_pair_has_the_fields_it_had():
         ("iclr2020-hidden-size", 6 * 9, 50),
         ("iclr2020-range", 6, 50 * 7),
         ("iclr2020-input-size", 6 * 14, 50),
-        ("iclr2020-overlap", 6 * 6, 50),
-        ("iclr2020-subset", 6 * 4, 50),
+        ("iclr2020-overlap", 6, 50 * 6),
+        ("iclr2020-subset", 6, 50 * 4),
         ("iclr2020-lambda", 3, 25 * 6),
     ],
 )
@@ -63,9 +63,14 @@ def test_a_point_sets_its_field_and_the_input_size_its_iterations():
     assert cell_config(inputs, by_key["i125"]).num_steps == 10_000_000
     # --steps reduces every point by the same fraction: 1/50 of 15·10⁶
     assert cell_config(inputs, by_key["i300"], 10, 100_000).num_steps == 300_000
+    # overlap and subset ratio: one program per model, the points its settings
     overlap = specs.table("iclr2020-overlap")
-    cell = next(c for c in specs.cells(overlap, ["nalu"]) if c.point == "o0.25")
-    assert cell_config(overlap, cell).task.overlap_ratio == 0.25
+    (cell,) = specs.cells(overlap, ["nalu"])
+    assert cell.key == "mul-nalu"
+    assert tuple(cell_config(overlap, cell).sweep.overlap_ratio) == (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+    subset = specs.table("iclr2020-subset")
+    assert tuple(cell_config(subset, specs.cells(subset, ["nmu"])[0]).sweep.subset_ratio) == (
+        0.05, 0.1, 0.25, 0.5)  # fmt: skip
 
 
 def test_the_lambda_figure_is_the_scripts_protocol():
@@ -163,16 +168,31 @@ def test_a_claim_short_of_the_paper_is_not_settled_below_the_budget(tmp_path):
 
 def test_per_point_cells_and_a_figure_without_a_claim(tmp_path):
     root = tmp_path / "results"
-    for point, k in (("o0", 4), ("o0.5", 9)):
-        path = f"iclr2020-overlap/mul-nmu-{point}"
-        _commit(root, path, _summary(k, 10, 100_000), 10, 100_000)
+    for point, k in (("i4", 4), ("i25", 9)):
+        path = f"iclr2020-input-size/mul-nmu-{point}"
+        _commit(root, path, _summary(k, 10, 20_000), 10, 20_000)
+    ns = render.Renderer(str(root)).namespace()
+    rows = ns["figure_table"]("iclr2020-input-size").splitlines()
+    assert rows[2].startswith("| 4 | 4/10 ") and rows[4].startswith("| 25 | 9/10 ")
+    assert rows[3].startswith("| 10 | — |")
+    assert ns["figure_verdict"]("iclr2020-input-size").startswith("measured")
+    assert ns["figure_solved"]("iclr2020-input-size") == "13 of 20 seeds"  # 4 + 9 of 10 + 10
+    assert set(FIGURES) <= set(specs.TABLES)
+
+
+def test_a_ratio_figure_is_one_cell_per_model_its_points_the_settings(tmp_path):
+    root = tmp_path / "results"
+    parts = [
+        _summary(k, 10, 100_000) | {"setting_values": {"overlap_ratio": v}}
+        for v, k in zip((0.0, 0.1, 0.25, 0.5, 0.75, 1.0), (4, 0, 0, 9, 0, 1), strict=True)
+    ]
+    _commit(root, "iclr2020-overlap/mul-nmu", {"settings": parts}, 10, 100_000)
     ns = render.Renderer(str(root)).namespace()
     rows = ns["figure_table"]("iclr2020-overlap").splitlines()
     assert rows[2].startswith("| 0 | 4/10 ") and rows[5].startswith("| 0.5 | 9/10 ")
-    assert rows[3].startswith("| 0.1 | — |")
+    assert rows[3].startswith("| 0.1 | 0/10 [0%, 28%] | — |")
     assert ns["figure_verdict"]("iclr2020-overlap").startswith("measured")
-    assert ns["figure_solved"]("iclr2020-overlap") == "13 of 20 seeds"  # 4 + 9 of 10 + 10
-    assert set(FIGURES) <= set(specs.TABLES)
+    assert ns["figure_solved"]("iclr2020-overlap") == "14 of 60 seeds"  # 4 + 9 + 1 of 6 × 10
 
 
 def test_appendix_c_published_rows_name_their_source():

@@ -52,16 +52,22 @@ def pad_seed_numbers(seed_numbers, block: int) -> np.ndarray:
     return np.concatenate([seeds, np.repeat(seeds[-1:], extra)])
 
 
-def init_in_blocks(init, keys, block: int):
-    """``jax.vmap(init)(keys)``, one call per ``block`` seeds, concatenated.
+def init_in_blocks(init, keys, block: int, hparams=None):
+    """``jax.vmap(init)(keys, hparams)``, one call per ``block`` seeds, concatenated
+    (``hparams``: None, one ``HParams`` for every seed, or ``PerRun`` of one per seed).
 
     The same bits as one vmap over every seed (vmap's results do not depend on how many seeds
     it holds; ``lax.map`` over blocks, as in training, rounds some inits differently). One vmap
     over every seed never finished for a sequential-MNIST LSTM with a 32-unit readout at 6+
     seeds (an XLA:CPU hang, WORKSPACE "Known gaps"); blocks of ``seed_block`` (1 there) do.
     """
-    vinit = jax.jit(jax.vmap(init))
-    parts = [vinit(keys[i : i + block]) for i in range(0, len(keys), block)]
+    per_run = isinstance(hparams, PerRun)
+    vinit = jax.jit(jax.vmap(init, in_axes=(0, 0 if per_run else None)))
+
+    def hp(i):
+        return jax.tree.map(lambda x: x[i : i + block], hparams.value) if per_run else hparams
+
+    parts = [vinit(keys[i : i + block], hp(i)) for i in range(0, len(keys), block)]
     return parts[0] if len(parts) == 1 else jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
@@ -329,7 +335,8 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
         return [pop.split(padded(a)) if isinstance(a, PerRun) else pop.replicate(a) for a in args]
 
     t0 = time.perf_counter()
-    states = init_in_blocks(init, keys[pad], block)
+    init_hp = PerRun(padded(hparams)) if isinstance(hparams, PerRun) else hparams
+    states = init_in_blocks(init, keys[pad], block, init_hp)
     t_args, e_args = per_device(train_args), per_device(eval_args)
     axes = lambda args: (0, *(0 if isinstance(a, PerRun) else None for a in args))
     eval_fn = jax.jit(blocked(evaluate, block, axes(eval_args)))

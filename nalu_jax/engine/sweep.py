@@ -69,10 +69,15 @@ def stack_hparams(hparams: list):
     return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *hparams)
 
 
-def check_static(settings, tasks) -> None:
-    """Settings whose tasks differ in a shape-fixing field cannot share one program."""
+def check_static(settings, tasks, traced_layout: bool = False) -> None:
+    """Settings whose tasks differ in a shape-fixing field cannot share one program; with
+    ``traced_layout`` the subsets' sizes and starts are traced (``HParams.layout``), so only
+    their number is fixed."""
+    fields = ("op", "input_size", "num_subsets", "simple")
+    if not traced_layout:
+        fields += ("subset_sizes", "subset_starts")
     for s, task in zip(settings[1:], tasks[1:], strict=True):
-        for field in ("op", "input_size", "subset_sizes", "subset_starts", "simple"):
+        for field in fields:
             if getattr(task, field) != getattr(tasks[0], field):
                 raise ConfigError(
                     f"sweep setting {s.name!r} changes task.{field}, which fixes shapes; "

@@ -62,6 +62,9 @@ class HParams:
     # pairs of one shape can be swept in one program; None: the task's own (static) ranges.
     interpolation_range: Any = None
     extrapolation_range: Any = None
+    # The task's subsets as traced leaves (``tasks.arithmetic.Layout``), so that subset and
+    # overlap ratios of one input size can be swept in one program; None: the task's own.
+    layout: Any = None
 
 
 @struct.dataclass
@@ -85,7 +88,9 @@ class Recipe(NamedTuple):
       is this step's key.
     evaluate: ``(model, state, hp, eval_data) -> (aux, metrics)``: the seed's metrics (a dict or
       NamedTuple of arrays) and its (possibly updated) ``aux``.
-    init_aux: ``seed_key -> (init_key, train_key, aux)``; default: two keys, no aux.
+    init_aux: ``seed_key -> (init_key, train_key, aux)``; default: two keys, no aux. With
+      ``init_reads_hparams``, ``(seed_key, hp) -> …``: the run's ``HParams`` (e.g. its traced
+      subset layout, whose largest offset the seed's offset is drawn below).
     after_update: ``(state, params, opt_state, mse, due) -> (params, opt_state, aux)`` after
       the projection (e.g. iNALU's re-initialisation); default: none. ``due`` is a boolean
       that is the same for every seed of a population (never batched, so a ``lax.cond`` on it
@@ -113,12 +118,13 @@ class Recipe(NamedTuple):
     optimizer: Any = None
     step_randomness: Any = None
     after_update_every: int | None = None
+    init_reads_hparams: bool = False
 
 
 class Trainer(NamedTuple):
     """Pure per-seed functions plus the static facts the run loop needs."""
 
-    init: Any  # seed_key (typed) -> TrainState
+    init: Any  # (seed_key (typed), hp: HParams | None) -> TrainState
     train: Any  # (TrainState, HParams, train_data) -> (TrainState, losses [eval_every])
     evaluate: Any  # (TrainState, HParams, eval_data) -> (TrainState, metrics)
     hparams: HParams  # the config's hyperparameters (unbatched)
@@ -332,8 +338,13 @@ def make_train(
     lr_factor = lr_decay(config)
     split_keys = recipe.init_aux or (lambda k: (*jax.random.split(k), None))
 
-    def init(seed_key) -> TrainState:
-        init_key, train_key, aux = split_keys(seed_key)
+    def init(seed_key, hp: HParams | None = None) -> TrainState:
+        """A seed's fresh state; ``hp`` (the run's, or None: the config's) is read only by a
+        recipe that says so (``Recipe.init_reads_hparams``)."""
+        if recipe.init_reads_hparams:
+            init_key, train_key, aux = split_keys(seed_key, hparams if hp is None else hp)
+        else:
+            init_key, train_key, aux = split_keys(seed_key)
         params = init_params(recipe.factory, init_key)
         return TrainState(
             step=jnp.zeros((), jnp.int32),

@@ -50,7 +50,9 @@ INALU_CHECK_EVERY = 10  # … tested every this many steps
 #: batches of at most this many elements per chunk of steps (4 MiB a seed) are drawn ahead
 DRAW_AHEAD_ELEMENTS = 1 << 20
 RANGE_FIELDS = ("range_index", "interpolation_range", "extrapolation_range")
-SWEEPABLE = tuple(ALL_SWEEPABLE)  # every traced hyperparameter, ranges included
+#: fields that move the subsets (one input size, the same K): swept, the layout is traced
+LAYOUT_FIELDS = ("subset_ratio", "overlap_ratio")
+SWEEPABLE = tuple(ALL_SWEEPABLE)  # every traced hyperparameter, ranges and layouts included
 
 
 @struct.dataclass
@@ -258,13 +260,13 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
     sampler = str(config.train.sampler)
     tx = train.make_optimizer(config.train, needs)
 
-    def init_aux(seed_key):
+    def init_aux(seed_key, hp):
         init_key, offset_key, train_key = jax.random.split(seed_key, 3)
         return (
             init_key,
             train_key,
             SeedExtras(
-                offset=task_lib.sample_offset(task, offset_key).astype(jnp.int32),
+                offset=task_lib.sample_offset(task, offset_key, hp.layout).astype(jnp.int32),
                 last_valid_mse=jnp.full((), jnp.inf, jnp.float32),
                 # unused (length 1) without iNALU: zero-size arrays lose their seed sharding
                 loss_hist=jnp.zeros((max(hist_len, 1),), jnp.float32),
@@ -293,7 +295,7 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
         data_key, noise_key = randomness
         rng = task.interpolation_range if hp.interpolation_range is None else hp.interpolation_range
         x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), rng, sampler=sampler)
-        t = target_fn(x, task_lib.subset_masks(task, state.aux.offset))
+        t = target_fn(x, task_lib.subset_masks(task, state.aux.offset, hp.layout))
         y, regs = model.apply_with_regularizers(
             x, training=True, key=noise_key if needs.noise else None, step=state.step
         )
@@ -351,7 +353,7 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
     def evaluate(model, state, hp, data):
         """Interpolation/extrapolation MSE on the fixed sets and the sparsity error."""
         offset = state.aux.offset
-        masks = task_lib.subset_masks(task, offset)
+        masks = task_lib.subset_masks(task, offset, hp.layout)
         ranges = {
             "valid": _or(hp.interpolation_range, task.interpolation_range),
             "test": _or(hp.extrapolation_range, task.extrapolation_range),
@@ -359,7 +361,7 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
 
         def mse(name):
             if f"{name}_u" in data:  # range-free draws
-                x, sums = eval_sets.range_inputs(task, data, name, ranges[name], offset)
+                x, sums = eval_sets.range_inputs(task, data, name, ranges[name], offset, hp.layout)
                 t = task_lib.target_from_sums(task.op, sums) if own_target else target_fn(x, masks)
             else:
                 x = data[name]
@@ -381,6 +383,7 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
         after_update=stall_reinit if hist_len else None,
         after_update_every=INALU_CHECK_EVERY,
         step_randomness=step_randomness,
+        init_reads_hparams=True,
     )
 
 
@@ -388,8 +391,10 @@ def _or(value, default):
     return default if value is None else value
 
 
-def trainer_for(config, task=None) -> train.Trainer:
-    """The per-seed ``Trainer`` of an arithmetic or single-module config."""
+def trainer_for(config, task=None, layouts=None) -> train.Trainer:
+    """The per-seed ``Trainer`` of an arithmetic or single-module config; ``layouts``: the
+    tasks of a program whose subsets are traced (``HParams.layout``), whose evaluation sets
+    then hold the subset sums of each."""
     task = task or build_task(config)
     factory, names = build_model_factory(config, task)
     recipe = make_recipe(
@@ -398,7 +403,7 @@ def trainer_for(config, task=None) -> train.Trainer:
         factory,
         names,
         input_shape=(task.input_size,),
-        eval_data=eval_sets.evaluation_inputs(task, int(config.eval_size)),
+        eval_data=eval_sets.evaluation_inputs(task, int(config.eval_size), layouts),
     )
     return train.make_train(recipe, config, build_hparams(config, names), training_needs(names))
 
@@ -416,25 +421,40 @@ def threshold_settings(config) -> dict:
 
 def population(config, settings, make=trainer_for, threshold=None, target=None) -> Population:
     """One program for every setting: per-setting hparams (with traced ranges when a range is
-    swept) and thresholds; ``make(config, task)`` builds a setting's trainer, ``threshold``
-    ``(config, task) -> float`` its threshold (default: the static task's, simulated);
-    ``target``: an experiment's own (``static_task``)."""
+    swept, a traced subset layout when the subset or overlap ratio is) and thresholds;
+    ``make(config, task)`` builds a setting's trainer (``make(config, task, layouts=tasks)``
+    the program of traced layouts), ``threshold`` ``(config, task) -> float`` its threshold
+    (default: the static task's, simulated); ``target``: an experiment's own (``static_task``)."""
     tasks = [build_task(s.config, target) for s in settings]
-    sweep.check_static(settings, tasks)
+    names = {k for s in settings for k in s.values}
+    layouts = bool(set(LAYOUT_FIELDS) & names)
+    sweep.check_static(settings, tasks, traced_layout=layouts)
     trainers = [make(s.config, t) for s, t in zip(settings, tasks, strict=True)]
     if threshold is None:
         threshold = lambda c, t: success_threshold(t, **threshold_settings(c))
     thresholds = [threshold(s.config, t) for s, t in zip(settings, tasks, strict=True)]
     hparams = [t.hparams for t in trainers]
     program = trainers[0]
-    if set(RANGE_FIELDS) & {k for s in settings for k in s.values}:  # ranges become leaves
-        ranges = sweep.common_ranges(tasks)
-        c = sweep.with_ranges(settings[0].config, ranges[0])
-        program = make(c, build_task(c, target))
-        hparams = [
-            hp.replace(**{k: sweep.range_leaves(v) for k, v in r.items()})
-            for hp, r in zip(hparams, ranges, strict=True)
-        ]
+    if set(RANGE_FIELDS) & names or layouts:
+        c = settings[0].config
+        if set(RANGE_FIELDS) & names:  # ranges become leaves
+            ranges = sweep.common_ranges(tasks)
+            c = sweep.with_ranges(c, ranges[0])
+            hparams = [
+                hp.replace(**{k: sweep.range_leaves(v) for k, v in r.items()})
+                for hp, r in zip(hparams, ranges, strict=True)
+            ]
+        if layouts:  # the subsets become leaves; the evaluation sets hold each one's sums
+            distinct = list(dict.fromkeys((t.subset_starts, t.subset_sizes) for t in tasks))
+            index = [distinct.index((t.subset_starts, t.subset_sizes)) for t in tasks]
+            firsts = [tasks[index.index(i)] for i in range(len(distinct))]
+            program = make(c, build_task(c, target), layouts=firsts)
+            hparams = [
+                hp.replace(layout=task_lib.layout(t, i))
+                for hp, t, i in zip(hparams, tasks, index, strict=True)
+            ]
+        else:
+            program = make(c, build_task(c, target))
     contexts = [{"task": t, "threshold": th} for t, th in zip(tasks, thresholds, strict=True)]
     return Population(
         program,

@@ -222,7 +222,8 @@ write_results = arithmetic.write_results
 format_summary = arithmetic.format_summary
 merge_summary = arithmetic.merge_summary
 
-SWEEPABLE = arithmetic.SWEEPABLE
+#: the static task's, but the subsets stay static (the sequences' sets store no per-layout sums)
+SWEEPABLE = tuple(n for n in arithmetic.SWEEPABLE if n not in arithmetic.LAYOUT_FIELDS)
 
 
 def final_states(config, workdir: str, trainer: train.Trainer | None = None):

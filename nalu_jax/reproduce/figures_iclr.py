@@ -4,10 +4,10 @@ with an ``Axis`` of points (Madsen & Johansen 2020, §4.1 Figure 3 and Appendix 
 The protocol is stable-nalu's (``lfs_batch_jobs/function_task_static_mul_*.sh`` and
 ``function_task_static_regualization.sh`` at commit b3296ac): ×, the task's defaults except the
 swept parameter, 50 seeds (λ̂: 25, seeds 25–49), 5·10⁶ iterations (input size: 5, 10 or 15·10⁶,
-growing with the size). Interpolation range and λ̂ change no shape, so a model's points are one
-program (``config.sweep``: ``range_pair`` sets both ranges of a point, ``reg_scale`` the λ̂); hidden
-size, input size, overlap and subset ratio fix the task's or the model's shapes (the subsets'
-sizes and starts are static), so each point is a program (a cell) of its own.
+growing with the size). Interpolation range, overlap and subset ratio and λ̂ change no shape, so
+a model's points are one program (``config.sweep``: ``range_pair`` sets both ranges of a point,
+``overlap_ratio`` / ``subset_ratio`` the subsets, traced, ``reg_scale`` the λ̂); hidden size and
+input size fix the model's shapes, so each of their points is a program (a cell) of its own.
 
 The authors ship no per-seed data of these figures (only PDFs); ``CLAIMS`` holds what the
 paper's text says of each, which ``nalu_jax.reproduce.figures_render`` checks against ours.
@@ -73,13 +73,13 @@ FIGURES = {spec.name: spec for spec in (  # each figure's TableSpec by its name
     _fig(
         "iclr2020-overlap",
         Axis("overlap_ratio", "overlap ratio", "task.overlap_ratio", _OVERLAP,
-             tuple(f"o{v:g}" for v in _OVERLAP)),
+             tuple(f"o{v:g}" for v in _OVERLAP), sweep="overlap_ratio"),
         "App. C.5 Figure (overlap ratio)",
     ),
     _fig(
         "iclr2020-subset",
         Axis("subset_ratio", "subset ratio", "task.subset_ratio", _SUBSET,
-             tuple(f"s{v:g}" for v in _SUBSET)),
+             tuple(f"s{v:g}" for v in _SUBSET), sweep="subset_ratio"),
         "App. C.5 Figure (subset ratio)",
     ),
     _fig(

@@ -30,6 +30,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from nalu_jax import rng as rng_lib
 
@@ -235,16 +236,45 @@ class ArithmeticTask:
         return _SUBSETS_USED[self.op] or self.num_subsets
 
 
-def sample_offset(task: ArithmeticTask, key) -> jax.Array:
-    """Per-seed offset ``~ U{0, …, max_offset}``: int32 scalar ``[]``."""
-    return jax.random.randint(key, (), 0, task.max_offset + 1, dtype=jnp.int32)
+@struct.dataclass
+class Layout:
+    """A task's subsets as traced values, so that settings of one input size whose subset or
+    overlap ratio differ (the same ``K``) can train as one program (``config.sweep``): where
+    its ``K`` subsets start at offset 0, their sizes, the largest offset, and which of the
+    program's layouts it is (``index``: the evaluation sets' subset sums are stored per
+    layout). ``layout(task)`` builds it; ``None`` everywhere below is the task's own, static."""
+
+    index: jax.Array  # int32 []
+    starts: jax.Array  # int32 [K]
+    sizes: jax.Array  # int32 [K]
+    max_offset: jax.Array  # int32 []
 
 
-def subset_masks(task: ArithmeticTask, offset) -> jax.Array:
-    """0/1 membership of each input in each subset: ``[K, n]`` float32 (``offset`` may be traced)."""
+def layout(task: ArithmeticTask, index: int = 0) -> Layout:
+    """``task``'s subsets as a ``Layout`` (the ``index``-th of its program's layouts)."""
+    return Layout(
+        index=jnp.asarray(index, jnp.int32),
+        starts=jnp.asarray(task.subset_starts, jnp.int32),
+        sizes=jnp.asarray(task.subset_sizes, jnp.int32),
+        max_offset=jnp.asarray(task.max_offset, jnp.int32),
+    )
+
+
+def sample_offset(task: ArithmeticTask, key, layout: Layout | None = None) -> jax.Array:
+    """Per-seed offset ``~ U{0, …, max_offset}``: int32 scalar ``[]`` (a traced ``layout``'s
+    largest offset draws the same value as the static one: ``randint``'s bound is a value)."""
+    top = task.max_offset if layout is None else layout.max_offset
+    return jax.random.randint(key, (), 0, top + 1, dtype=jnp.int32)
+
+
+def subset_masks(task: ArithmeticTask, offset, layout: Layout | None = None) -> jax.Array:
+    """0/1 membership of each input in each subset: ``[K, n]`` float32 (``offset`` and
+    ``layout`` may be traced; ``None``: the task's own subsets)."""
     offset = 0 if task.simple else offset
-    starts = jnp.asarray(task.subset_starts, jnp.int32)[:, None] + offset
-    ends = starts + jnp.asarray(task.subset_sizes, jnp.int32)[:, None]
+    starts, sizes = (task.subset_starts, task.subset_sizes) if layout is None else (
+        layout.starts, layout.sizes)  # fmt: skip
+    starts = jnp.asarray(starts, jnp.int32)[:, None] + offset
+    ends = starts + jnp.asarray(sizes, jnp.int32)[:, None]
     idx = jnp.arange(task.input_size, dtype=jnp.int32)[None, :]
     return ((idx >= starts) & (idx < ends)).astype(jnp.float32)
 
