@@ -94,7 +94,7 @@ def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) ->
     if os.path.exists(path):
         with open(path) as f:
             old = f.read()
-        before, after = with_added_fields(json.loads(old)), json.loads(text)
+        before, after = with_added_fields(json.loads(old)), with_added_fields(json.loads(text))
         if before != after and not overwrite:
             field = first_difference(_fixed(before), _fixed(after)) or first_difference(
                 before, after
