@@ -74,7 +74,7 @@ def test_a_custom_target_with_the_librarys_evaluation_sets_is_judged_against_it(
         reinits=jnp.int32(0),
     )
     state = types.SimpleNamespace(aux=aux)
-    hp = types.SimpleNamespace(interpolation_range=None, extrapolation_range=None)
+    hp = types.SimpleNamespace(interpolation_range=None, extrapolation_range=None, layout=None)
     model = factory(nnx.Rngs(0))
     _, metrics = recipe.evaluate(model, state, hp, data)
 

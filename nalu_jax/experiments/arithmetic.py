@@ -261,13 +261,12 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
     tx = train.make_optimizer(config.train, needs)
 
     def init_aux(seed_key, hp):
-        layout = getattr(hp, "layout", None)  # an hp of one's own may hold no layout
         init_key, offset_key, train_key = jax.random.split(seed_key, 3)
         return (
             init_key,
             train_key,
             SeedExtras(
-                offset=task_lib.sample_offset(task, offset_key, layout).astype(jnp.int32),
+                offset=task_lib.sample_offset(task, offset_key, hp.layout).astype(jnp.int32),
                 last_valid_mse=jnp.full((), jnp.inf, jnp.float32),
                 # unused (length 1) without iNALU: zero-size arrays lose their seed sharding
                 loss_hist=jnp.zeros((max(hist_len, 1),), jnp.float32),
@@ -296,8 +295,7 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
         data_key, noise_key = randomness
         rng = task.interpolation_range if hp.interpolation_range is None else hp.interpolation_range
         x = task_lib.sample_inputs(data_key, (batch_size, *input_shape), rng, sampler=sampler)
-        layout = getattr(hp, "layout", None)
-        t = target_fn(x, task_lib.subset_masks(task, state.aux.offset, layout))
+        t = target_fn(x, task_lib.subset_masks(task, state.aux.offset, hp.layout))
         y, regs = model.apply_with_regularizers(
             x, training=True, key=noise_key if needs.noise else None, step=state.step
         )
@@ -354,7 +352,7 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
 
     def evaluate(model, state, hp, data):
         """Interpolation/extrapolation MSE on the fixed sets and the sparsity error."""
-        offset, layout = state.aux.offset, getattr(hp, "layout", None)
+        offset, layout = state.aux.offset, hp.layout
         masks = task_lib.subset_masks(task, offset, layout)
         ranges = {
             "valid": _or(hp.interpolation_range, task.interpolation_range),
