@@ -17,7 +17,7 @@ def _grads(f, z, g):
 
 
 @pytest.mark.parametrize(
-    "shape", [(128, 2, 1), (7, 3, 2), (5, 4, 1), (128, 4, 1), (3, 5, 3), (2, 9, 1)]
+    "shape", [(128, 2, 1), (7, 3, 2), (5, 4, 1), (128, 4, 1), (3, 5, 3), (2, 9, 1), (128, 100, 2)]
 )
 def test_value_and_gradient_match_jnp_prod(shape):
     kz, kg = jax.random.split(jax.random.key(0))

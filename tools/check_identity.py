@@ -69,6 +69,20 @@ CASES = {
         ["--config=configs/gridworld.py:smoke"],
         ("seeds.csv", "metrics.jsonl"),
     ),
+    "arithmetic_nmu_h10": (  # an NMU over 10 inputs: a product longer than SMALL_PRODUCT
+        [
+            "--config=configs/arithmetic.py:model=nmu,op=mul,seeds=8,steps=2000",
+            "--config.model.hidden_size=10",
+        ],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
+    "arithmetic_gated_both": (  # the gated NAU/NMU in both layers: an NMU over 100 inputs
+        [
+            "--config=configs/arithmetic.py:model=gated_nau_nmu,op=mul,seeds=8,steps=2000",
+            "--config.model.first_layer=same",
+        ],
+        ("seeds.csv", "metrics.jsonl"),
+    ),
     "lr_sweep": (
         ["--config=configs/arithmetic.py:model=nmu,op=mul,smoke", "--config.sweep.lr=(1e-3,1e-2)"],
         tuple(f"settings/00{h}/{f}" for h in (0, 1) for f in ("seeds.csv", "metrics.jsonl")),

@@ -1,6 +1,8 @@
 """Throughput of this tree against another commit, side by side, alternating in one process.
 
     python -m tools.compare_throughput --against=698c75d [--seeds 100 1000] [--steps 10000]
+    python -m tools.compare_throughput --against=HEAD --model gated_nau_nmu \
+        --set model.first_layer=same --seeds 10 --steps 2000
 
 Checks ``--against`` out into a temporary git worktree and runs each tree's own
 ``benchmarks/throughput.py`` alternately (against, here, against, here, … ``--repeats`` times
@@ -26,21 +28,20 @@ def _path(tree: str) -> str:
     return os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
 
 
-def measure(tree: str, seeds: int, steps: int) -> dict:
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmarks.throughput",
-        "--seeds",
-        str(seeds),
-        "--steps",
-        str(steps),
-    ]
+def measure(tree: str, seeds: int, steps: int, model=None, settings=()) -> dict:
+    """One ``benchmarks/throughput.py`` measurement in ``tree``: its JSON record."""
+    cmd = [sys.executable, "-m", "benchmarks.throughput", "--seeds", str(seeds)]
+    cmd += ["--steps", str(steps)]
+    if model:
+        cmd += ["--models", model]
+    for s in settings:
+        cmd += ["--set", s]
     out = subprocess.run(cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=_path(tree)),
                          capture_output=True, text=True)  # fmt: skip
     if out.returncode:
         raise SystemExit(f"{tree}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    records = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    return json.loads(records[-1])
 
 
 def main() -> int:
@@ -49,6 +50,8 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--model", help="one model of nalu_jax.models.MODELS (default nmu)")
+    parser.add_argument("--set", action="append", default=[], help="config override k=v")
     opts = parser.parse_args()
     old = tempfile.mkdtemp(prefix="nalu-throughput-")
     subprocess.run(["git", "worktree", "add", "--detach", old, opts.against], cwd=HERE,
@@ -58,7 +61,7 @@ def main() -> int:
         for seeds in opts.seeds:
             for _ in range(opts.repeats):
                 for side, tree in (("against", old), ("here", HERE)):
-                    record = measure(tree, seeds, opts.steps)
+                    record = measure(tree, seeds, opts.steps, opts.model, opts.set)
                     print(json.dumps({"side": side, **record}), flush=True)
                     key = (seeds, side)
                     best[key] = max(best.get(key, 0.0), record["seed_steps_per_s"])
