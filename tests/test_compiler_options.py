@@ -149,22 +149,22 @@ def test_nmru_four_factor_product_on_the_arithmetic_task_same_distribution(monke
         train_and_evaluate(config, workdir, progress=False)
         return _rows(workdir)
 
-    # the closed form reads its factors ([batch, in, out]) through computed_once: a spy on
-    # what it reads tells the two paths apart
-    once, computed_once = [], _base.computed_once
-    monkeypatch.setattr(_base, "computed_once", lambda v: once.append(v.shape) or (
-        computed_once(v)))  # fmt: skip
-    four_factors = lambda: [s for s in once if len(s) == 3 and s[-2] == 4]
+    # longer products go to _base._jax_product_rule: a spy on the factors ([batch, in, out])
+    # it reads tells the two paths apart
+    read, jax_product_rule = [], _base._jax_product_rule
+    monkeypatch.setattr(_base, "_jax_product_rule", lambda z, dz: read.append(z.shape) or (
+        jax_product_rule(z, dz)))  # fmt: skip
+    four_factors = lambda: [s for s in read if len(s) == 3 and s[-2] == 4]
     assert _base.SMALL_PRODUCT == 4
     jax.clear_caches()
     closed = train_(str(tmp_path / "closed"))
-    assert four_factors()  # the four-factor product took the closed-form derivative
+    assert not four_factors()  # the four-factor product took the closed-form derivative
     try:
         monkeypatch.setattr(_base, "SMALL_PRODUCT", 2)
         jax.clear_caches()  # the custom_jvp rule is traced once per shape and cached
-        once.clear()
+        read.clear()
         jax_rule = train_(str(tmp_path / "jax_rule"))
-        assert not four_factors()  # JAX's rule for it
+        assert four_factors()  # JAX's rule for it: the spy sees it, so the first check counts
         _same_distribution(closed, jax_rule)
     finally:
         monkeypatch.undo()
