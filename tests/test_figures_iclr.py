@@ -143,7 +143,7 @@ def test_range_figure_table_budget_and_verdict(tmp_path):
     # 10 seeds × 10⁵ steps of the paper's 50 × 5·10⁶: 1/250
     assert ns["figure_verdict"]("iclr2020-range") == (
         "not settled at 1/250 of the paper's seed-steps: the claim holds on the committed cells"
-        " (2 of 6 cells committed)"
+        " (2 of 6 cells committed); NMU 3/10 on U[−2,2]; on U[1.1,1.2] NMU 0/10, NAC• 0/10"
     )
     # one program per model, its seven points its settings: 3 + 10 + 2 of 2 × 7 × 10
     assert ns["figure_solved"]("iclr2020-range") == "15 of 140 seeds"
@@ -157,12 +157,13 @@ def test_a_claim_short_of_the_paper_is_not_settled_below_the_budget(tmp_path):
     _range_cell(root, "nmu", (0, 0, 0, 0, 0, 0, 0))  # NMU solves nothing on U[-2,2]
     ns = render.Renderer(str(root)).namespace()
     assert ns["figure_verdict"]("iclr2020-range") == (
-        "not settled at 1/250 of the paper's seed-steps (1 of 6 cells committed)"
+        "not settled at 1/250 of the paper's seed-steps (1 of 6 cells committed): NMU 0/10 on"
+        " U[−2,2]; on U[1.1,1.2] NMU 0/10"
     )
     root2 = tmp_path / "full"
     _range_cell(root2, "nmu", (0, 0, 0, 0, 0, 0, 0), n=50, steps=5_000_000)
     assert render.Renderer(str(root2)).namespace()["figure_verdict"]("iclr2020-range") == (
-        "not reproduced (1 of 6 cells committed)"
+        "not reproduced (1 of 6 cells committed): NMU 0/50 on U[−2,2]; on U[1.1,1.2] NMU 0/50"
     )
 
 
@@ -263,13 +264,40 @@ def test_the_claims_cells_at_a_larger_budget_set_the_verdicts_fraction(tmp_path)
     )
     # the claim reads hidden size 10 only: 10 seeds × 2·10⁶ of 50 × 5·10⁶ = 8%, not the
     # 1/250 of the other points
+    # "more often": 4/10 against 0/10 by Fisher's exact test, one-sided: all four solved seeds
+    # in the NMU's ten, C(10,4) / C(20,4) = 210 / 4845 = 0.0433 < 5%
     assert ns["figure_verdict"]("iclr2020-hidden-size") == (
         "not settled at 8% of the paper's seed-steps: the claim holds on the committed cells"
-        " (6 of 54 cells committed)"
+        " (6 of 54 cells committed); NMU 4/10 against NAC• 0/10 at hidden size 10, Fisher's"
+        " exact test one-sided p = 0.043"
     )
     # the budget line counts every committed cell's own steps: 4 × 10 × 10⁵ + 2 × 10 × 2·10⁶
     assert ns["figure_budget"]("iclr2020-hidden-size").startswith(
         "6 of 54 cells, 4.4e+07 seed-steps"
+    )
+
+
+def test_more_often_is_fishers_exact_test_one_sided():
+    from nalu_jax.reproduce.figures_iclr import more_often
+
+    # 2 of 10 against 0 of 10: both solved seeds in the first ten, C(10,2) / C(20,2) = 45 / 190
+    held, p = more_often((2, 10), (0, 10))
+    assert not held and p == pytest.approx(45 / 190)
+    # 5 of 10 against 0 of 10: C(10,5) / C(20,5) = 252 / 15504
+    held, p = more_often((5, 10), (0, 10))
+    assert held and p == pytest.approx(252 / 15504)
+    assert not more_often((0, 10), (5, 10))[0]  # one-sided: the other direction never holds
+
+
+def test_a_higher_rate_that_the_test_cannot_tell_apart_settles_nothing(tmp_path):
+    root = tmp_path / "results"
+    _commit(root, "iclr2020-hidden-size/mul-nmu-h10", _summary(2, 10, 5_000_000), 10, 5_000_000)
+    _commit(root, "iclr2020-hidden-size/mul-nac_mul-h10", _summary(0, 10, 5_000_000), 10,
+            5_000_000)  # fmt: skip
+    ns = render.Renderer(str(root)).namespace()
+    assert ns["figure_verdict"]("iclr2020-hidden-size") == (
+        "not settled at 1/5 of the paper's seed-steps (2 of 54 cells committed): NMU 2/10"
+        " against NAC• 0/10 at hidden size 10, Fisher's exact test one-sided p = 0.24"
     )
 
 

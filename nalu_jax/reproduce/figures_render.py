@@ -189,11 +189,12 @@ class FigureFunctions:
                 f"{'; '.join(sorted(where))}")  # fmt: skip
 
     def figure_verdict(self, name) -> str:
-        """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our success rates
-        satisfy it with every cell committed ("not settled" while some are missing); short of
+        """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our seeds satisfy
+        it (a "more often" by Fisher's exact test) with every cell committed ("not settled" while some are missing); short of
         it, "not settled at F of the budget" below the paper's budget and "not reproduced" at
         it; "measured" where the paper states no claim to check. F is the smallest fraction of
-        the cells the claim reads (e.g. the hidden-size claim: hidden size 10 only)."""
+        the cells the claim reads (e.g. the hidden-size claim: hidden size 10 only). The counts
+        (and test) the verdict rests on follow it."""
         from nalu_jax.reproduce import specs
 
         spec = specs.table(name)
@@ -202,25 +203,27 @@ class FigureFunctions:
             return "measured (the paper's text states no claim of this figure to check)"
         reads = []
 
-        def rate(model, i):
+        def seeds(model, i):
             i = i % len(spec.axis.points)
             reads.append((model, i))
-            return float(self._point_summary(spec, f"mul-{model}", i)["success_rate"])
+            s = self._point_summary(spec, f"mul-{model}", i)
+            return int(s["solved"]), int(s["num_seeds"])
 
         def have(model):
             return any(c.variant.key == model for _, c, _ in self._committed(spec))
 
-        held = CLAIMS[name][1](rate, have)
+        held, evidence = CLAIMS[name][1](seeds, have)
         # the budget the verdict speaks of is that of the cells the claim read
         fraction = self.fraction(name, reads)
         at = "" if fraction >= 1 else f" at {self._budget(fraction)} of the paper's seed-steps"
         done, total = len(self._committed(spec)), len(specs.cells(spec))
         part = f" ({done} of {total} cells committed)" if done < total else ""
         if held and done < total:  # the rubric: a missing part of the comparison settles nothing
-            return f"not settled{at}: the claim holds on the committed cells{part}"
+            return f"not settled{at}: the claim holds on the committed cells{part}; {evidence}"
         if held:
-            return f"reproduced{at}"
-        return (f"not settled{at}" if fraction < 1 else "not reproduced") + part
+            return f"reproduced{at}: {evidence}"
+        word = f"not settled{at}" if fraction < 1 else "not reproduced"
+        return f"{word}{part}: {evidence}"
 
     def figure_solved(self, name) -> str:
         """Seeds solved over every committed point of figure ``name``: "3 of 360 seeds"."""
