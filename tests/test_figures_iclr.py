@@ -278,7 +278,7 @@ def test_the_claims_cells_at_a_larger_budget_set_the_verdicts_fraction(tmp_path)
 
 
 def test_more_often_is_fishers_exact_test_one_sided():
-    from nalu_jax.reproduce.figures_iclr import more_often
+    from nalu_jax.reproduce.seedtests import more_often
 
     # 2 of 10 against 0 of 10: both solved seeds in the first ten, C(10,2) / C(20,2) = 45 / 190
     held, p = more_often((2, 10), (0, 10))

@@ -15,6 +15,7 @@ paper's text says of each, which ``nalu_jax.reproduce.figures_render`` checks ag
 
 from __future__ import annotations
 
+from nalu_jax.reproduce.seedtests import more_often
 from nalu_jax.reproduce.specs import GATED_BOTH_LAYERS, Axis, TableSpec, Variant
 
 _ICLR = "Madsen & Johansen, Neural Arithmetic Units, ICLR 2020 (arXiv:2001.05016)"
@@ -92,18 +93,6 @@ FIGURES = {spec.name: spec for spec in (  # each figure's TableSpec by its name
         first_seed=25,
     ),
 )}  # fmt: skip
-
-
-def more_often(a: tuple[int, int], b: tuple[int, int]) -> tuple[bool, float]:
-    """Whether ``a`` = (solved, seeds) succeeds more often than ``b``: Fisher's exact test,
-    one-sided, rejects equal rates at ``seedtests.LEVEL`` (5%). Returns (held, p-value)."""
-    from scipy import stats
-
-    from nalu_jax.reproduce.seedtests import LEVEL
-
-    (k1, n1), (k2, n2) = a, b
-    p = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater").pvalue)
-    return p < LEVEL, p
 
 
 def _hidden_size_check(seeds, have):

@@ -189,10 +189,10 @@ class FigureFunctions:
                 f"{'; '.join(sorted(where))}")  # fmt: skip
 
     def figure_verdict(self, name) -> str:
-        """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our seeds satisfy
-        it (a "more often" by Fisher's exact test) with every cell committed ("not settled" while some are missing); short of
-        it, "not settled at F of the budget" below the paper's budget and "not reproduced" at
-        it; "measured" where the paper states no claim to check. F is the smallest fraction of
+        """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our seeds satisfy it
+        (a "more often" by Fisher's exact test) with every cell committed ("not settled" while
+        some are missing); short of it, "not settled at F of the budget" below the paper's
+        budget and "not reproduced" at it; "measured" where the paper states no claim to check. F is the smallest fraction of
         the cells the claim reads (e.g. the hidden-size claim: hidden size 10 only). The counts
         (and test) the verdict rests on follow it."""
         from nalu_jax.reproduce import specs

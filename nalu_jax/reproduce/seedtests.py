@@ -97,6 +97,16 @@ def compare(ours: dict, theirs: dict) -> dict:
     return out
 
 
+def more_often(a: tuple[int, int], b: tuple[int, int]) -> tuple[bool, float]:
+    """Whether ``a`` = (solved, seeds) succeeds more often than ``b``: Fisher's exact test,
+    one-sided, rejects equal rates at ``LEVEL``. Returns (held, p-value)."""
+    from scipy import stats
+
+    (k1, n1), (k2, n2) = a, b
+    p = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater").pvalue)
+    return p < LEVEL, p
+
+
 def differs(c: dict, name: str) -> bool:
     p = c[f"{name}_p"]
     return math.isfinite(p) and p < LEVEL
