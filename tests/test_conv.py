@@ -11,8 +11,11 @@ from nalu_jax.models.sequence import DigitCNN
 
 
 def lax_conv(x, kernel, bias, padding):
+    """lax's convolution at full float32 precision (by default it runs in TF32 on an NVIDIA GPU)."""
     dims = ("NHWC", "HWIO", "NHWC")
-    return jax.lax.conv_general_dilated(x, kernel, (1, 1), padding, dimension_numbers=dims) + bias
+    return bias + jax.lax.conv_general_dilated(
+        x, kernel, (1, 1), padding, dimension_numbers=dims, precision=jax.lax.Precision.HIGHEST
+    )
 
 
 def lax_pool(x):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from nalu_jax.units import UNITS
+from nalu_jax.units import UNITS, precision
 from nalu_jax.units.recurrent import (
     RECURRENT_BASELINES,
     RECURRENT_INITS,
@@ -228,7 +228,7 @@ def test_projected_lstm_is_the_lstm():
         lin.bias[...] = jax.random.normal(jax.random.key(10 + n), (3,))
     w_in, w_h, bias = cell.gate_weights()
     assert w_in.shape == (2, 12) and w_h.shape == (3, 12) and bias.shape == (12,)
-    ys, (c, h) = unroll_projected(cell, XS @ w_in)
+    ys, (c, h) = unroll_projected(cell, precision.matmul(XS, w_in))
     names = dict(i=core.ii, f=core.if_, g=core.ig, o=core.io)
     params = {"i" + k: v.kernel[...] for k, v in names.items()}
     params |= {"h" + k: getattr(core, "h" + k).kernel[...] for k in "ifgo"}
@@ -241,7 +241,9 @@ def test_projected_lstm_is_the_lstm():
     ref, (c_ref, _), _ = unroll(cell, XS)
     np.testing.assert_allclose(ys, ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c, c_ref, rtol=1e-5, atol=1e-6)
-    loss_a = lambda m: jnp.sum(unroll_projected(m, XS @ m.gate_weights()[0])[0] ** 2)
+    loss_a = lambda m: jnp.sum(
+        unroll_projected(m, precision.matmul(XS, m.gate_weights()[0]))[0] ** 2
+    )
     loss_b = lambda m: jnp.sum(unroll(m, XS)[0] ** 2)
     ga, gb = nnx.state(nnx.grad(loss_a)(cell)), nnx.state(nnx.grad(loss_b)(cell))
     flat_a, flat_b = dict(nnx.to_flat_state(ga)), dict(nnx.to_flat_state(gb))

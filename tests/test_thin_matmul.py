@@ -20,9 +20,13 @@ def test_value_and_gradients_match_plain_matmul(x_shape, out):
     def loss(f):
         return lambda x, w: jnp.sum(f(x, w) * g)
 
-    np.testing.assert_allclose(thin_matmul(x, w), x @ w, rtol=1e-6, atol=1e-6)
+    # the plain product at full float32 precision (a bare ``@`` runs in TF32 on an NVIDIA GPU)
+    def plain(x, w):
+        return jnp.matmul(x, w, precision=jax.lax.Precision.HIGHEST)
+
+    np.testing.assert_allclose(thin_matmul(x, w), plain(x, w), rtol=1e-6, atol=1e-6)
     got = jax.jit(jax.grad(loss(thin_matmul), argnums=(0, 1)))(x, w)
-    want = jax.grad(loss(lambda x, w: x @ w), argnums=(0, 1))(x, w)
+    want = jax.grad(loss(plain), argnums=(0, 1))(x, w)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
@@ -35,4 +39,5 @@ def test_gradient_under_vmap_matches_per_seed():
     for i in range(3):
         np.testing.assert_allclose(batched[i], grad(w[i], x[i]), rtol=1e-6, atol=1e-6)
         # and the hand formula: dW = 2·xᵀ(xW)
-        np.testing.assert_allclose(batched[i], 2 * x[i].T @ (x[i] @ w[i]), rtol=1e-4, atol=1e-4)
+        xi, wi = np.float64(x[i]), np.float64(w[i])
+        np.testing.assert_allclose(batched[i], 2 * xi.T @ (xi @ wi), rtol=1e-4, atol=1e-4)

@@ -72,6 +72,10 @@ def _config(**task):
     return c
 
 
+@pytest.mark.cpu_only(
+    "a sweep's program and a one-setting program share last bits on XLA:CPU; an H100 fused "
+    "them each its own way (one seed's printed digit apart)"
+)
 def test_each_setting_of_a_layout_sweep_is_its_own_run_bit_for_bit(tmp_path):
     c = _config(overlap_ratio=0.75)
     c.sweep.subset_ratio = (0.05, 0.5)  # other sizes, starts and largest offsets
