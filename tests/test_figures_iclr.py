@@ -84,12 +84,21 @@ def test_the_lambda_figure_is_the_scripts_protocol():
 
 
 def test_gpu_rate_is_the_measured_one_at_the_measured_sizes():
-    assert budget.gpu_rate(100, "nmu") == pytest.approx(1.67e6)
-    assert budget.gpu_rate(1_000, "nmu") == pytest.approx(5.8e6)
-    assert budget.gpu_rate(10_000, "nalu") == pytest.approx(3.6e6)
-    assert budget.gpu_rate(10, "nmu") == pytest.approx(1.67e6)  # held below the smallest
-    # halfway in log(runs) between 100 and 1,000 runs: halfway between the rates
-    assert budget.gpu_rate(round(math.sqrt(1e5)), "nmu") == pytest.approx(3.735e6, rel=1e-3)
+    assert budget.gpu_rate(100, "nmu") == pytest.approx(1.97e6)
+    assert budget.gpu_rate(1_000, "nmu") == pytest.approx(7.20e6)
+    assert budget.gpu_rate(10_000, "nalu") == pytest.approx(8.93e6 * 3.6 / 8.6)
+    # below 100 runs a step takes as long as at 100 (latency-bound): 10 runs, a tenth the rate
+    assert budget.gpu_rate(10, "nmu") == pytest.approx(1.97e5)
+    assert budget.gpu_rate(20_000, "nmu") == pytest.approx(8.93e6)  # held above the largest
+    # halfway in log(runs) between 100 and 350 runs: halfway between the rates
+    assert budget.gpu_rate(round(math.sqrt(35_000)), "nmu") == pytest.approx(3.365e6, rel=1e-3)
+
+
+def test_a_sweep_program_runs_at_its_measured_rate():
+    # the range figure's NMU program (25 seeds × 7 settings) ran at 9.39e5 seed-steps/s on the
+    # H100, where the plain task's rate interpolates to 3.22e6 at 175 runs
+    assert budget.gpu_rate(175, "nmu", settings=7) == pytest.approx(9.39e5, rel=2e-3)
+    assert budget.gpu_rate(175, "nmu", settings=1) == pytest.approx(3.22e6, rel=2e-3)
 
 
 def test_plan_counts_seed_steps_of_every_cell():

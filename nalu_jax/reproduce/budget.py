@@ -1,11 +1,23 @@
 """A table's (or figure's) cost before it runs: total seed-steps, and the wall time one GPU would
 take at the throughput measured for this library.
 
-GPU rates: one NVIDIA H100 80GB, commit e7ba609, 2026-11-25, HIGHEST matmul precision, the
-arithmetic task (100 inputs), seed-steps/s by the number of runs in the program: NMU 1.67·10⁶ at
-100 runs, 5.8·10⁶ at 1,000, 8.6·10⁶ at 10,000; NALU 3.6·10⁶ at 10,000. Between and beyond the
-measured sizes the rate is interpolated in log(runs) and held at the ends; the NALU's ratio
-to the NMU at 10,000 runs stands for the NALU family (NALU, gated units) at every size.
+GPU rates: one NVIDIA H100 80GB HBM3, commit d450a3c, 2026-11-26, jax 0.11.2, HIGHEST matmul
+precision, the arithmetic task (× NMU, 100 inputs), one program alone on the GPU, seed-steps/s by
+the number of runs in the program (``tools/accelerator_check.throughput``, 1,000 steps per call
+after a first that compiles): 1.97·10⁶ at 100 runs, 4.76·10⁶ at 350, 7.20·10⁶ at 1,000,
+8.93·10⁶ at 10,000. Between the measured sizes the rate is interpolated in log(runs); above
+10,000 runs it is held, and below 100 the time of a step is (51 µs: a small program is bound by
+the latency of its kernels, not by its runs), so 20 runs × 5·10⁶ steps take ≥ 4 min whatever
+the seed count. The NALU family (NALU, gated units) runs at 3.6/8.6 of the NMU's rate (its
+ratio at 10,000 runs, commit e7ba609, 2026-11-25) at every size.
+
+A program of several sweep settings (a figure whose points are traced settings: interpolation
+range, λ̂) ran slower per step than the plain task on the GPU: the interpolation-range figure's
+NMU program, 175 runs (25 seeds × 7 ranges) × 5·10⁶ steps, ran at 9.39·10⁵ seed-steps/s (186 µs
+a step, from its checkpoints' times between steps 1.75·10⁶ and 2.174·10⁶, alone on the GPU),
+0.29 of the 3.22·10⁶ interpolated for 175 runs of the plain task (on XLA:CPU the same pair is
+1.13·10⁵ against 1.54·10⁵, 0.73). ``GPU_SWEEP_FACTOR`` applies that ratio to every sweep
+program; the λ̂ figure's is assumed, not measured.
 """
 
 from __future__ import annotations
@@ -13,20 +25,27 @@ from __future__ import annotations
 import math
 
 #: (runs in the program, NMU seed-steps/s) on one H100 80GB (see the module docstring)
-GPU_NMU_RATES = ((100, 1.67e6), (1_000, 5.8e6), (10_000, 8.6e6))
+GPU_NMU_RATES = ((100, 1.97e6), (350, 4.76e6), (1_000, 7.20e6), (10_000, 8.93e6))
 GPU_NALU_FACTOR = 3.6e6 / 8.6e6
-GPU_NAME = "one H100 80GB (rates measured at e7ba609, 2026-11-25)"
+#: a sweep program's rate over the plain task's at the same runs (the module docstring)
+GPU_SWEEP_FACTOR = 9.39e5 / 3.22e6
+GPU_NAME = "one H100 80GB (rates measured at d450a3c, 2026-11-26)"
 _NALU_FAMILY = ("nalu", "gated_nau_nmu")
 
 
-def gpu_rate(runs: int, model: str) -> float:
-    """Estimated seed-steps/s of a ``runs``-run program of ``model`` on one H100."""
+def gpu_rate(runs: int, model: str, settings: int = 1) -> float:
+    """Estimated seed-steps/s of a ``runs``-run program of ``model`` on one H100; ``settings``:
+    the program's sweep settings (more than one: a sweep program, ``GPU_SWEEP_FACTOR``)."""
     xs = [math.log(r) for r, _ in GPU_NMU_RATES]
     ys = [v for _, v in GPU_NMU_RATES]
-    x = min(max(math.log(max(runs, 1)), xs[0]), xs[-1])
-    i = max(j for j in range(len(xs) - 1) if xs[j] <= x) if x < xs[-1] else len(xs) - 2
-    rate = ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])
-    return rate * (GPU_NALU_FACTOR if model in _NALU_FAMILY else 1.0)
+    if runs < GPU_NMU_RATES[0][0]:  # the step time of the smallest measured program, held
+        rate = ys[0] * max(runs, 1) / GPU_NMU_RATES[0][0]
+    else:
+        x = min(math.log(runs), xs[-1])
+        i = max(j for j in range(len(xs) - 1) if xs[j] <= x) if x < xs[-1] else len(xs) - 2
+        rate = ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])
+    rate *= GPU_NALU_FACTOR if model in _NALU_FAMILY else 1.0
+    return rate * (GPU_SWEEP_FACTOR if settings > 1 else 1.0)
 
 
 def plan(cells, cfgs: dict, cpu_estimates: dict | None = None, *, gpu: bool = True) -> list[str]:
@@ -35,13 +54,14 @@ def plan(cells, cfgs: dict, cpu_estimates: dict | None = None, *, gpu: bool = Tr
     ``cpu_estimates`` (``{cell.key: seconds}``, from a calibration run) has the cell. ``gpu``:
     whether the measured rates apply (the library's arithmetic tasks; not another experiment,
     whose GPU time is not estimated)."""
+    from nalu_jax.engine.blocks import num_settings
     from nalu_jax.reproduce.cells import duration, num_runs
 
     total, gpu_s, cpu_s, lines = 0, 0.0, 0.0, []
     for c in cells:
         cfg = cfgs[c.key]
         runs, steps = num_runs(cfg), int(cfg.num_steps)
-        seconds = runs * steps / gpu_rate(runs, c.variant.model)
+        seconds = runs * steps / gpu_rate(runs, c.variant.model, num_settings(cfg))
         total, gpu_s = total + runs * steps, gpu_s + seconds
         cpu = (cpu_estimates or {}).get(c.key)
         cpu_s += cpu or 0.0
