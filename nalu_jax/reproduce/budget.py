@@ -3,8 +3,8 @@ take at the throughput measured for this library.
 
 GPU rates: one NVIDIA H100 80GB HBM3, commit d450a3c, 2026-11-26, jax 0.11.2, HIGHEST matmul
 precision, the arithmetic task (× NMU, 100 inputs), one program alone on the GPU, seed-steps/s by
-the number of runs in the program (``tools/accelerator_check.throughput``, 1,000 steps per call
-after a first that compiles): 1.97·10⁶ at 100 runs, 4.76·10⁶ at 350, 7.20·10⁶ at 1,000,
+the number of runs in the program (``tools/accelerator_check.throughput``: the training program
+alone, 1,000 steps per call after a first that compiles, no evaluation): 1.97·10⁶ at 100 runs, 4.76·10⁶ at 350, 7.20·10⁶ at 1,000,
 8.93·10⁶ at 10,000. Between the measured sizes the rate is interpolated in log(runs); above
 10,000 runs it is held, and below 100 the time of a step is (51 µs: a small program is bound by
 the latency of its kernels, not by its runs), so 20 runs × 5·10⁶ steps take ≥ 4 min whatever
@@ -12,12 +12,14 @@ the seed count. The NALU family (NALU, gated units) runs at 3.6/8.6 of the NMU's
 ratio at 10,000 runs, commit e7ba609, 2026-11-25) at every size.
 
 A program of several sweep settings (a figure whose points are traced settings: interpolation
-range, λ̂) ran slower per step than the plain task on the GPU: the interpolation-range figure's
-NMU program, 175 runs (25 seeds × 7 ranges) × 5·10⁶ steps, ran at 9.39·10⁵ seed-steps/s (186 µs
-a step, from its checkpoints' times between steps 1.75·10⁶ and 2.174·10⁶, alone on the GPU),
-0.29 of the 3.22·10⁶ interpolated for 175 runs of the plain task (on XLA:CPU the same pair is
-1.13·10⁵ against 1.54·10⁵, 0.73). ``GPU_SWEEP_FACTOR`` applies that ratio to every sweep
-program; the λ̂ figure's is assumed, not measured.
+range, λ̂) ran slower per step on the GPU: the interpolation-range figure's NMU program, 175
+runs (25 seeds × 7 ranges) × 5·10⁶ steps through the run loop (evaluations every 1,000 steps,
+checkpoints), ran at 9.39·10⁵ seed-steps/s (186 µs a step, from its checkpoints' times between
+steps 1.75·10⁶ and 2.174·10⁶, alone on the GPU), 0.29 of the 3.22·10⁶ interpolated for 175
+runs of the training program above (on XLA:CPU, both through the loop, 1.13·10⁵ against the
+plain task's 1.54·10⁵ at 70 runs, 0.73). ``GPU_SWEEP_FACTOR`` applies that ratio to every sweep
+program (the λ̂ figure's is assumed). Whether the sweep or the loop's evaluations cost the
+difference is not separated: a plain run through the loop has not been timed on a GPU.
 """
 
 from __future__ import annotations
