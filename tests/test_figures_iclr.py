@@ -176,6 +176,26 @@ def test_a_claim_short_of_the_paper_is_not_settled_below_the_budget(tmp_path):
     )
 
 
+def test_a_failure_claim_is_settled_only_at_the_paper_budget(tmp_path):
+    # every model committed; the NMU solves on U[−2,2] and none solves U[1.1,1.2] (point 6)
+    models = ("nmu", "nac_mul", "nac_mul_sigma", "nac_mul_nmu", "nalu", "gated_nau_nmu")
+    for root, n, steps in ((tmp_path / "less", 10, 100_000), (tmp_path / "full", 50, 5_000_000)):
+        for m in models:
+            _range_cell(root, m, (0, 4 if m == "nmu" else 0, 0, 0, 1, 0, 0), n=n, steps=steps)
+    evidence = "NMU 4/{n} on U[−2,2]; on U[1.1,1.2] " + ", ".join(
+        f"{label} 0/{{n}}"
+        for label in ("NMU", "NAC•", "NAC•,σ", "NAC•,NMU", "NALU", "Gated NAU/NMU")
+    )
+    verdict = render.Renderer(str(tmp_path / "less")).namespace()["figure_verdict"]
+    assert verdict("iclr2020-range") == (
+        "not settled at 1/250 of the paper's seed-steps: the claim holds on these cells, but no "
+        "model solving U[1.1,1.2] is a failure, which only the paper's budget can show; "
+        + evidence.format(n=10)
+    )
+    verdict = render.Renderer(str(tmp_path / "full")).namespace()["figure_verdict"]
+    assert verdict("iclr2020-range") == "reproduced: " + evidence.format(n=50)
+
+
 def test_per_point_cells_and_a_figure_without_a_claim(tmp_path):
     root = tmp_path / "results"
     for point, k in (("i4", 4), ("i25", 9)):

@@ -110,20 +110,24 @@ def _range_check(seeds, have):
     return held, f"NMU {both[0]}/{both[1]} on U[−2,2]; on U[1.1,1.2] {solved}"
 
 
-#: what the paper's text says of each figure, as a check of our seeds: ``(claim, check)``;
-#: ``check(seeds, have) -> (held, evidence)`` with ``seeds(model, point index) -> (solved,
-#: seeds)`` (a model without committed data: no verdict), ``have(model)``: whether the model's
-#: cell is committed, and ``evidence`` the counts (and test) the verdict rests on
+#: what the paper's text says of each figure, as a check of our seeds: ``(claim, check,
+#: failure)``; ``check(seeds, have) -> (held, evidence)`` with ``seeds(model, point index) ->
+#: (solved, seeds)`` (a model without committed data: no verdict), ``have(model)``: whether the
+#: model's cell is committed, and ``evidence`` the counts (and test) the verdict rests on;
+#: ``failure``: the part of the claim that says a model fails, or None (below the paper's budget
+#: a failure shows nothing: more iterations or seeds may solve)
 CLAIMS = {
     "iclr2020-hidden-size": (
         "the NMU handles a much larger hidden size than NAC• (§4.1): at the largest hidden "
         "size (10) the NMU succeeds more often than NAC• (Fisher's exact test, one-sided, 5%)",
         _hidden_size_check,
+        None,
     ),
     "iclr2020-range": (
         "the NMU works when the input holds both signs, U[−2,2] (§4.1), and no model learns "
         "U[1.1,1.2] (§4.1 prints U[−1.1,1.2], a range the figure does not have): of the models "
         "committed, the NMU solves some seeds on U[−2,2] and none solves a seed on U[1.1,1.2]",
         _range_check,
+        "no model solving U[1.1,1.2]",
     ),
 }
