@@ -51,7 +51,7 @@ def test_a_failed_check_exits_1(monkeypatch, capsys):
     assert check.main(["--smoke"]) == 0
 
 
-@pytest.mark.slow  # a few minutes on 2 cores: the audit's lowering, three tiny runs
+@pytest.mark.slow  # a few minutes on 2 cores: the audit's lowering, six tiny runs
 def test_smoke_passes_here():
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
     out = subprocess.run(
@@ -76,6 +76,11 @@ def test_smoke_passes_here():
     assert [c for c in checks if c.startswith("throughput")] == [
         "throughput 2 seeds",
         "throughput 4 seeds",
+    ]
+    assert [c for c in checks if c.startswith("run loop")] == [
+        "run loop, plain × NMU 7 runs, evaluated every 100",
+        "run loop, range sweep 1 × 7 runs, evaluated every 100",
+        "run loop, range sweep 1 × 7 runs, evaluated every 2,000",
     ]
     assert lines[-1] == "all checks passed"
 

@@ -1,6 +1,6 @@
 """Acceptance check for a new machine: run it first on a GPU or TPU (README, "On a GPU or TPU").
 
-    python -m tools.accelerator_check            # about 5 minutes on one GPU
+    python -m tools.accelerator_check            # about 6 minutes on one GPU
     python -m tools.accelerator_check --smoke    # seconds of training: CI, and a CPU
 
 Prints the device and library versions, then one table:
@@ -16,7 +16,11 @@ Prints the device and library versions, then one table:
   parameters (4 × 2 first layer, 2 × 1 second), NMU, NALU and NAC•, 100 seeds × 2·10⁵ steps,
   judged against ``PUBLISHED_SIMPLE`` (``--smoke``: 4 seeds × 2,000 steps, not judged);
 * **throughput** of the arithmetic task (× NMU) at 100, 1,000 and 10,000 seeds in one block
-  (``--smoke``: 2 and 4 seeds), seed-steps per second after compilation.
+  (``--smoke``: 2 and 4 seeds), seed-steps per second after compilation;
+* **run loop**: whole runs through the engine's loop (evaluations, checkpoints), 25 seeds ×
+  20,000 steps: the interpolation-range figure's × NMU program (7 ranges, 175 runs) evaluated
+  every 1,000 steps and only at both ends, and the plain × NMU task at 175 runs every 1,000
+  (``--smoke``: 1 seed × 2,000 steps); what the loop, the evaluations and a sweep add to a step.
 
 Exit status 1 when a check fails (throughput is measured, not judged).
 """
@@ -148,6 +152,30 @@ def throughput(seeds: int, steps: int) -> float:
     return seeds * steps / (time.perf_counter() - t0)
 
 
+def loop_throughput(workdir: str, sweep: bool, seeds: int, steps: int, eval_every: int) -> float:
+    """Seed-steps/s (compilation aside) of a whole run through the engine's loop, evaluations
+    and checkpoints included: the interpolation-range figure's × NMU program (``sweep``: its
+    seven ranges as one program of ``7 × seeds`` runs) or the plain × NMU task at as many runs.
+    Beside ``throughput`` (the training program alone) it tells what the loop, the evaluations
+    and a sweep each add to a step."""
+    from nalu_jax.engine.run import run
+    from nalu_jax.experiments import experiment_of
+    from nalu_jax.reproduce import cells, specs
+    from nalu_jax.reproduce.results import _timing
+
+    spec = specs.table("iclr2020-range")
+    (cell,) = [c for c in specs.cells(spec) if c.variant.key == "nmu"]
+    config = cells.configs(spec, [cell], seeds, steps)[cell.key]
+    if not sweep:  # the same task at U[1,2] → U[2,6], one setting, as many runs (one block
+        config.sweep.range_pair = None  # on an accelerator, as the sweep's)
+        config.num_seeds = seeds * len(spec.axis.points)
+    config.eval_every, config.tensorboard = eval_every, False
+    out = os.path.join(workdir, f"loop-{'sweep' if sweep else 'plain'}-{eval_every}")
+    return float(
+        _timing(run(experiment_of(config), config, out, progress=False))["seed_steps_per_s"]
+    )
+
+
 def overlaps(solved: int, n: int, rate: float, n_published: int = SIMPLE_SEEDS) -> bool:
     """Whether the Wilson 95% intervals of ``solved``/``n`` and of the published rate (at
     ``n_published`` seeds) overlap."""
@@ -161,6 +189,7 @@ def overlaps(solved: int, n: int, rate: float, n_published: int = SIMPLE_SEEDS) 
 def checks(smoke: bool, workdir: str):
     """Yield the table's rows ``(check, measured, expected, verdict)``; verdict "ok", "FAIL"
     or "—" (measured, not judged)."""
+    from nalu_jax.reproduce.figures_iclr import RANGE_PAIRS
     from nalu_jax.units import UNITS
     from tools import precision_audit
 
@@ -195,6 +224,12 @@ def checks(smoke: bool, workdir: str):
     for seeds in (2, 4) if smoke else (100, 1_000, 10_000):
         rate = throughput(seeds, 100 if smoke else 1_000)
         yield (f"throughput {seeds:,} seeds", f"{rate:,.0f} seed-steps/s", "", "—")
+    (seeds, steps), points = ((1, 2_000) if smoke else (25, 20_000)), len(RANGE_PAIRS)
+    for sweep, every in ((False, steps // 20), (True, steps // 20), (True, steps)):
+        rate = loop_throughput(workdir, sweep, seeds, steps, every)
+        what = f"range sweep {seeds} × {points}" if sweep else f"plain × NMU {seeds * points}"
+        yield (f"run loop, {what} runs, evaluated every {every:,}", f"{rate:,.0f} seed-steps/s",
+               "", "—")  # fmt: skip
 
 
 def main(argv=None) -> int:

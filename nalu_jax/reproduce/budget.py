@@ -19,7 +19,9 @@ steps 1.75·10⁶ and 2.174·10⁶, alone on the GPU), 0.29 of the 3.22·10⁶ i
 runs of the training program above (on XLA:CPU, both through the loop, 1.13·10⁵ against the
 plain task's 1.54·10⁵ at 70 runs, 0.73). ``GPU_SWEEP_FACTOR`` applies that ratio to every sweep
 program (the λ̂ figure's is assumed). Whether the sweep or the loop's evaluations cost the
-difference is not separated: a plain run through the loop has not been timed on a GPU.
+difference is not separated: a plain run through the loop has not been timed on a GPU. On
+XLA:CPU both cost (7 runs: a sweep's evaluation ~6× the plain task's, its step 1.5×);
+``tools/accelerator_check``'s run-loop rows measure them on a device.
 """
 
 from __future__ import annotations
