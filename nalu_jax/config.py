@@ -149,14 +149,20 @@ def validate_common(config, positive=()) -> None:
 #: run fields added after results were committed, with the value every older run had: a config
 #: written without one (a results cell, a workdir) compares as if it held that value
 ADDED_FIELDS = {"cpu_ynn_fusions": True, "matmul_precision": "highest"}
+#: arithmetic-task fields added after results were committed (a task with ranges: the family)
+ADDED_TASK_FIELDS = {"exact_targets": False}
 #: sweep slots added after results were committed (an older config: not swept)
 ADDED_SWEEP_SLOTS = ("subset_ratio", "overlap_ratio")
 
 
 def with_added_fields(config: dict) -> dict:
-    """``config`` (a plain dict) with every field of ``ADDED_FIELDS`` (and sweep slot of
-    ``ADDED_SWEEP_SLOTS``) it lacks, at the value runs had before the field existed."""
+    """``config`` (a plain dict) with every field of ``ADDED_FIELDS`` (an arithmetic task's of
+    ``ADDED_TASK_FIELDS``, a sweep slot of ``ADDED_SWEEP_SLOTS``) it lacks, at the value runs
+    had before the field existed."""
     config = {**ADDED_FIELDS, **config}
+    task = config.get("task")
+    if isinstance(task, dict) and "interpolation_range" in task:
+        config["task"] = {**ADDED_TASK_FIELDS, **task}
     if isinstance(config.get("sweep"), dict):
         config["sweep"] = {**dict.fromkeys(ADDED_SWEEP_SLOTS), **config["sweep"]}
     return config
@@ -232,6 +238,10 @@ def arithmetic_config(experiment: str = "arithmetic"):
     c.task.range_index = ml_collections.FieldReference(None, field_type=int)
     c.task.threshold_epsilon = ml_collections.FieldReference(None, field_type=float)
     c.task.threshold_samples = 1_000_000
+    # targets rounded once from exact sums, as stable-nalu's float64 generator makes them
+    # (tasks.arithmetic.exact_target; static task, built-in ops); False: float32 sums, as the
+    # network's first layer computes them (docs/protocols.md, "Target precision")
+    c.task.exact_targets = False
 
     c.model = ml_collections.ConfigDict()
     c.model.name = "nmu"

@@ -1,5 +1,7 @@
 """The arithmetic task and the single-module benchmark: layouts, targets, sampling, validation."""
 
+import zlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -216,3 +218,41 @@ def test_sample_batch_vmapped_over_seeds():
         xs = np.asarray(x[s], np.float64)
         expected = xs[:, o : o + 25].sum(1) - xs[:, o + 13 : o + 38].sum(1)
         np.testing.assert_allclose(t[s], expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("bounds", [(1.0, 2.0), (2.0, 6.0), (-2.0, 2.0), (0.1, 0.2), (10.0, 20.0)])
+def test_exact_targets_are_float64_rounded_once(op, bounds):
+    # stable-nalu's generator: the sums and the op in float64, the target rounded to float32
+    # once; ours from the float32 inputs by error-free transformations, checked here against
+    # numpy's float64 on the same inputs, every sample to the bit
+    from nalu_jax.tasks.arithmetic import exact_target
+
+    if op == "root" and bounds[0] < 0:
+        pytest.skip("√ of a negative sum")
+    task = ArithmeticTask(op)
+    masks = subset_masks(task, 7)
+    seed = zlib.crc32(f"{op} {bounds}".encode())
+    draws = np.random.default_rng(seed).uniform(*bounds, (2048, 100))
+    x = jnp.asarray(draws, jnp.float32)
+    sums = np.asarray(x, np.float64) @ np.asarray(masks, np.float64).T
+    a, b = sums[:, 0], sums[:, 1]
+    f64 = {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b, "squared": a * a,
+           "root": np.sqrt(np.abs(a))}[op]  # fmt: skip
+    got = np.asarray(jax.jit(lambda x: exact_target(task, x, masks))(x))
+    np.testing.assert_array_equal(got, f64.astype(np.float32))
+    # the float32 target rounds each addition: it misses the float64 value on many samples
+    plain = np.asarray(target(task, x, masks))
+    assert np.mean(plain != f64.astype(np.float32)) > 0.1
+
+
+def test_exact_targets_only_for_the_static_task_builtin_ops():
+    from conftest import load_config
+
+    from nalu_jax.config import ConfigError
+    from nalu_jax.experiments import recurrent
+
+    config = load_config("recurrent", "model=nau,op=add,smoke")
+    config.task.exact_targets = True
+    with pytest.raises(ConfigError, match="task.exact_targets applies to the static task"):
+        recurrent.trainer_for(config)

@@ -201,6 +201,23 @@ def test_a_field_added_later_compares_as_its_old_value(tmp_path):
     release(str(work))
 
 
+def test_a_task_field_added_later_compares_as_its_old_value(tmp_path):
+    # cells committed before task.exact_targets existed computed float32 targets
+    from nalu_jax.config import ADDED_TASK_FIELDS
+
+    assert ADDED_TASK_FIELDS == {"exact_targets": False}
+    task = {"op": "mul", "interpolation_range": [1.0, 2.0]}
+    old = {"num_seeds": 2, "first_seed": 0, "num_steps": 10, "task": task}
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    (cell / "config.json").write_text(json.dumps(old))
+    (cell / "provenance.json").write_text('{"batches": []}')
+    for exact, state in ((False, "done"), (True, "other")):
+        new = {**old, "task": {**task, "exact_targets": exact}}
+        assert results_lib.status(str(cell), new) == (state, 2)
+    assert load_config("arithmetic", "model=nmu").task.exact_targets is False
+
+
 def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):
     repo = tmp_path / "checkout"
     (repo / "results" / "t").mkdir(parents=True)

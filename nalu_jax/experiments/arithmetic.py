@@ -251,8 +251,13 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
         is applied to their inputs.
     """
     own_target = target_fn is None
+    exact = bool(config.task.get("exact_targets", False))
+    if exact and (not own_target or not isinstance(task.op, str)):
+        raise ConfigError(
+            "task.exact_targets applies to the static task's built-in ops only; leave it False."
+        )
     if own_target:
-        target_fn = functools.partial(task_lib.target, task)
+        target_fn = functools.partial(task_lib.exact_target if exact else task_lib.target, task)
     needs = training_needs(names)
     batch_size = int(config.train.batch_size)
     schedule, with_z = str(config.train.reg_schedule), train.uses_z(config)

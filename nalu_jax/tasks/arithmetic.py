@@ -340,6 +340,75 @@ def target(task: ArithmeticTask, x, masks) -> jax.Array:
     return target_from_sums(task.op, subset_sums(x, masks))
 
 
+# ---- targets rounded once (stable-nalu computes them in float64): float32 pairs hi + lo that
+# carry a value exactly, by the error-free transformations of Dekker (1971) and Knuth (TAOCP
+# vol. 2, §4.2.2): two_sum and two_prod give a float32 result and its exact rounding error.
+
+
+def _two_sum(a, b):
+    s = a + b
+    v = s - a
+    return s, (a - (s - v)) + (b - v)
+
+
+def _split(a):
+    c = 4097.0 * a  # 2¹² + 1: a float32's 24-bit significand in two 12-bit halves
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    p = a * b
+    (ah, al), (bh, bl) = _split(a), _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _pair_sums(x, masks):
+    """Exact subset sums as pairs ``(hi, lo)`` ``[..., K]``: a pairwise tree of two_sum over
+    the masked inputs (a 0/1 mask times an input is exact), the rounding errors summed beside
+    (they are below ulp(hi)/2 each, so their own rounding is far below hi's last bit)."""
+    v = x[..., None, :] * masks  # [..., K, n]
+    n = v.shape[-1]
+    width = 1 << max(n - 1, 0).bit_length()
+    v = jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, width - n)])
+    lo = jnp.zeros_like(v)
+    while v.shape[-1] > 1:
+        v, e = _two_sum(v[..., 0::2], v[..., 1::2])
+        lo = lo[..., 0::2] + lo[..., 1::2] + e
+    return _two_sum(v[..., 0], lo[..., 0])  # renormalised: |lo| ≤ ulp(hi)/2
+
+
+def exact_target(task: ArithmeticTask, x, masks) -> jax.Array:
+    """Targets ``[...]`` as stable-nalu's generator makes them (float64, rounded to float32
+    once), from the float32 inputs the network sees: the subset sums exact as pairs, the op
+    on the pairs, one rounding at the end. ``target`` instead rounds every addition in
+    float32, as the network's first layer does (its exact solution then has no training
+    residual); docs/protocols.md, "Target precision". Tested on XLA:CPU against float64."""
+    op = task.op
+    if not isinstance(op, str):
+        raise ValueError(f"exact targets are for the built-in ops {list(OPS)}, not {op!r}.")
+    hi, lo = _pair_sums(x, masks)
+    a, al = hi[..., 0], lo[..., 0]
+    if op in ("add", "sub"):
+        b, bl = (hi[..., 1], lo[..., 1]) if op == "add" else (-hi[..., 1], -lo[..., 1])
+        s, e = _two_sum(a, b)
+        return s + (e + (al + bl))
+    if op in ("mul", "squared"):
+        b, bl = (hi[..., 1], lo[..., 1]) if op == "mul" else (a, al)
+        p, e = _two_prod(a, b)
+        return p + (e + (a * bl + al * b))
+    if op == "div":
+        b, bl = hi[..., 1], lo[..., 1]
+        q = a / b
+        p, e = _two_prod(q, b)
+        return q + (((a - p) - e) + (al - q * bl)) / b
+    if op == "root":
+        r = jnp.sqrt(a)
+        p, e = _two_prod(r, r)
+        return r + (((a - p) - e) + al) / (2.0 * r)
+    raise ValueError(f"op must be one of {list(OPS)}, got {op!r}.")
+
+
 def sample_batch(task: ArithmeticTask, key, batch_size: int, offset, rng):
     """A fresh batch: ``(x [B, n] float32, t [B] float32)`` for the seed's ``offset``."""
     x = sample_inputs(key, (batch_size, task.input_size), rng)
