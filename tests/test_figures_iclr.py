@@ -355,3 +355,15 @@ def test_the_gated_unit_is_stacked_where_the_scripts_stack_it():
         assert layers(name) == ("gated_nau_nmu", "gated_nau_nmu"), name
     assert layers("iclr2020-arithmetic", "div") == ("gated_nau_nmu", "gated_nau_nmu")
     assert layers("iclr2020-gate") == layers("iclr2020-gate", "add") == ("nau", "gated_nau_nmu")
+
+
+def test_a_study_renders_its_own_cells(tmp_path):
+    # cells under results/studies/NAME are read as a results root of their own
+    root = tmp_path / "results"
+    _range_cell(root / "studies" / "x", "nmu", (0, 3, 0, 0, 10, 0, 0))
+    with pytest.raises(render.Missing):
+        render.Renderer(str(root)).namespace()["figure_solved"]("iclr2020-range")
+    ns = render.Renderer(str(root)).namespace()
+    expr = 'study("studies/x").namespace()["figure_solved"]("iclr2020-range")'
+    assert render.Renderer(str(root)).render("{{ " + expr + " }}") == "13 of 70 seeds"
+    assert ns["study"]("studies/x").root == str(root / "studies" / "x")

@@ -463,13 +463,19 @@ class Renderer(
         return "\n".join(lines)
 
     # ------------------------------------------------------------------------- template
+    def study(self, path: str) -> Renderer:
+        """The renderer of a study's cells: ``results/PATH`` holds tables as ``results/`` does
+        (a launcher's ``--results=results/PATH``), e.g. the same cells under another config;
+        ``{{ study("studies/NAME").arith_tests(...) }}``."""
+        return Renderer(os.path.join(self.root, path))
+
     def namespace(self) -> dict:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
                  "arith_counts", "arith_seeds", "timing_table", "primer_table", "identity_table",
                  "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
                  "gridworld_table", "arith_tests", "table_verdict", "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
-                 "cross_commit", "settled")  # fmt: skip
+                 "cross_commit", "settled", "study")  # fmt: skip
         from nalu_jax.reproduce import figures_render, render_nalu
 
         return {
