@@ -226,7 +226,7 @@ def test_exact_targets_are_float64_rounded_once(op, bounds):
     # stable-nalu's generator: the sums and the op in float64, the target rounded to float32
     # once; ours from the float32 inputs by error-free transformations, checked here against
     # numpy's float64 on the same inputs, every sample to the bit
-    from nalu_jax.tasks.arithmetic import exact_target
+    from nalu_jax.tasks import exact_target
 
     if op == "root" and bounds[0] < 0:
         pytest.skip("√ of a negative sum")
@@ -256,3 +256,21 @@ def test_exact_targets_only_for_the_static_task_builtin_ops():
     config.task.exact_targets = True
     with pytest.raises(ConfigError, match="task.exact_targets applies to the static task"):
         recurrent.trainer_for(config)
+
+
+def test_a_run_with_exact_targets_trains_on_them(tmp_path):
+    # the same seeds with targets rounded once: another run (its losses differ), same shapes
+    from conftest import load_config, tiny
+
+    from nalu_jax.experiments import train_and_evaluate
+
+    losses = {}
+    for exact in (False, True):
+        config = tiny(load_config("arithmetic", "model=nmu,op=squared"), seeds=2, steps=1000)
+        config.task.exact_targets, config.tensorboard = exact, False
+        out = tmp_path / str(exact)
+        train_and_evaluate(config, str(out), progress=False)
+        rows = (out / "metrics.jsonl").read_text().splitlines()
+        losses[exact] = [line for line in rows if '"train_loss"' in line]
+    assert len(losses[True]) == len(losses[False]) > 1
+    assert losses[True][1:] != losses[False][1:]
