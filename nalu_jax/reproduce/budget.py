@@ -2,13 +2,13 @@
 take at the throughput measured for this library.
 
 GPU rates: one NVIDIA H100 80GB HBM3, commit d450a3c, 2026-11-26, jax 0.11.2, HIGHEST matmul
-precision, the arithmetic task (× NMU, 100 inputs), one program alone on the GPU, seed-steps/s by
-the number of runs in the program (``tools/accelerator_check.throughput``: the training program
-alone, 1,000 steps per call after a first that compiles, no evaluation): 1.97·10⁶ at 100 runs, 4.76·10⁶ at 350, 7.20·10⁶ at 1,000,
-8.93·10⁶ at 10,000. Between the measured sizes the rate is interpolated in log(runs); above
-10,000 runs it is held, and below 100 the time of a step is (51 µs: a small program is bound by
-the latency of its kernels, not by its runs), so 20 runs × 5·10⁶ steps take ≥ 4 min whatever
-the seed count. The NALU family (NALU, gated units) runs at 3.6/8.6 of the NMU's rate (its
+precision, the arithmetic task (× NMU, 100 inputs), one program alone on the GPU, seed-steps/s
+by the number of runs in the program (``tools/accelerator_check.throughput``: the training
+program alone, 1,000 steps per call after a first that compiles, no evaluation): 1.97·10⁶ at
+100 runs, 4.76·10⁶ at 350, 7.20·10⁶ at 1,000, 8.93·10⁶ at 10,000. Between the measured sizes
+the rate is interpolated in log(runs); above 10,000 runs it is held, and below 100 the time of
+a step is (51 µs: a small program is bound by the latency of its kernels, not by its runs), so
+20 runs × 5·10⁶ steps take ≥ 4 min. The NALU family (NALU, gated units) runs at 3.6/8.6 of the NMU's rate (its
 ratio at 10,000 runs, commit e7ba609, 2026-11-25) at every size.
 
 A program of several sweep settings (a figure whose points are traced settings: interpolation
