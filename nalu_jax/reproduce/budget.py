@@ -8,8 +8,8 @@ program alone, 1,000 steps per call after a first that compiles, no evaluation):
 100 runs, 4.76·10⁶ at 350, 7.20·10⁶ at 1,000, 8.93·10⁶ at 10,000. Between the measured sizes
 the rate is interpolated in log(runs); above 10,000 runs it is held, and below 100 the time of
 a step is (51 µs: a small program is bound by the latency of its kernels, not by its runs), so
-20 runs × 5·10⁶ steps take ≥ 4 min. The NALU family (NALU, gated units) runs at 3.6/8.6 of the NMU's rate (its
-ratio at 10,000 runs, commit e7ba609, 2026-11-25) at every size.
+20 runs × 5·10⁶ steps take ≥ 4 min. The NALU family (NALU, gated units) runs at 3.6/8.6 of
+the NMU's rate (its ratio at 10,000 runs, commit e7ba609, 2026-11-25) at every size.
 
 A program of several sweep settings (a figure whose points are traced settings: interpolation
 range, λ̂) ran slower per step on the GPU: the interpolation-range figure's NMU program, 175
