@@ -231,7 +231,7 @@ def test_exact_targets_are_float64_rounded_once(op, bounds):
     if op == "root" and bounds[0] < 0:
         pytest.skip("√ of a negative sum")
     task = ArithmeticTask(op)
-    masks = subset_masks(task, 7)
+    masks = subset_masks(task, len(bounds) + OPS.index(op) * 9)  # offsets 5…50
     seed = zlib.crc32(f"{op} {bounds}".encode())
     draws = np.random.default_rng(seed).uniform(*bounds, (2048, 100))
     x = jnp.asarray(draws, jnp.float32)
@@ -246,16 +246,36 @@ def test_exact_targets_are_float64_rounded_once(op, bounds):
     assert np.mean(plain != f64.astype(np.float32)) > 0.1
 
 
+def test_exact_targets_per_seed_offsets_and_the_simple_layout():
+    # under vmap each seed's masks carry its own offset; the simple task's subsets [0,4), [0,2)
+    from nalu_jax.tasks import exact_target
+
+    rng = np.random.default_rng(3)
+    for task, offsets in (
+        (ArithmeticTask("mul"), (0, 31, 62)),
+        (ArithmeticTask("mul", simple=True), (0,)),
+    ):
+        x = jnp.asarray(rng.uniform(1.0, 2.0, (len(offsets), 256, task.input_size)), jnp.float32)
+        masks = jnp.stack([subset_masks(task, o) for o in offsets])
+        got = np.asarray(jax.jit(jax.vmap(lambda x, m, t=task: exact_target(t, x, m)))(x, masks))
+        sums = np.einsum("sbn,skn->sbk", np.asarray(x, np.float64), np.asarray(masks, np.float64))
+        np.testing.assert_array_equal(got, (sums[..., 0] * sums[..., 1]).astype(np.float32))
+
+
 def test_exact_targets_only_for_the_static_task_builtin_ops():
     from conftest import load_config
 
     from nalu_jax.config import ConfigError
-    from nalu_jax.experiments import recurrent
+    from nalu_jax.experiments import arithmetic, recurrent
 
     config = load_config("recurrent", "model=nau,op=add,smoke")
     config.task.exact_targets = True
     with pytest.raises(ConfigError, match="task.exact_targets applies to the static task"):
         recurrent.trainer_for(config)
+    config = load_config("arithmetic", "model=nmu,op=mul,smoke")
+    config.task.exact_targets, config.sweep.overlap_ratio = True, (0.25, 0.5)
+    with pytest.raises(ConfigError, match="no sweep of subset_ratio or overlap_ratio"):
+        arithmetic.trainer_for(config)
 
 
 def test_a_run_with_exact_targets_trains_on_them(tmp_path):

@@ -252,9 +252,11 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
     """
     own_target = target_fn is None
     exact = bool(config.task.get("exact_targets", False))
-    if exact and (not own_target or not isinstance(task.op, str)):
+    traced = any(config.sweep.get(f) is not None for f in ("subset_ratio", "overlap_ratio"))
+    if exact and (not own_target or not isinstance(task.op, str) or traced):
         raise ConfigError(
-            "task.exact_targets applies to the static task's built-in ops only; leave it False."
+            "task.exact_targets applies to the static task's built-in ops with fixed subsets "
+            "only (no sweep of subset_ratio or overlap_ratio); leave it False."
         )
     if own_target:
         target_fn = functools.partial(task_lib.exact_target if exact else task_lib.target, task)

@@ -363,14 +363,12 @@ def _two_prod(a, b):
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def _pair_sums(x, masks):
-    """Exact subset sums as pairs ``(hi, lo)`` ``[..., K]``: a pairwise tree of two_sum over
-    the masked inputs (a 0/1 mask times an input is exact), the rounding errors summed beside
-    (they are below ulp(hi)/2 each, so their own rounding is far below hi's last bit)."""
-    v = x[..., None, :] * masks  # [..., K, n]
-    n = v.shape[-1]
-    width = 1 << max(n - 1, 0).bit_length()
-    v = jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, width - n)])
+def _pair_sum(v):
+    """The exact sum of ``v [..., m]`` over its last axis as a pair ``(hi, lo)``: a pairwise
+    tree of two_sum, the rounding errors summed beside (each is below ulp(hi)/2, so their own
+    rounding is far below hi's last bit)."""
+    m = v.shape[-1]
+    v = jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, (1 << max(m - 1, 0).bit_length()) - m)])
     lo = jnp.zeros_like(v)
     while v.shape[-1] > 1:
         v, e = _two_sum(v[..., 0::2], v[..., 1::2])
@@ -378,16 +376,27 @@ def _pair_sums(x, masks):
     return _two_sum(v[..., 0], lo[..., 0])  # renormalised: |lo| ≤ ulp(hi)/2
 
 
+def _pair_sums(task, x, masks):
+    """Exact subset sums as pairs ``(hi, lo)`` ``[..., K]``. Each subset is a run of
+    ``task.subset_sizes[k]`` inputs from its mask's first 1 (a seed's offset moves it), so
+    only those inputs are summed."""
+    starts = jnp.argmax(masks > 0, axis=-1)
+    parts = [_pair_sum(jax.lax.dynamic_slice_in_dim(x, starts[k], size, axis=-1))
+             for k, size in enumerate(task.subset_sizes)]  # fmt: skip
+    return jnp.stack([p[0] for p in parts], -1), jnp.stack([p[1] for p in parts], -1)
+
+
 def exact_target(task: ArithmeticTask, x, masks) -> jax.Array:
     """Targets ``[...]`` as stable-nalu's generator makes them (float64, rounded to float32
     once), from the float32 inputs the network sees: the subset sums exact as pairs, the op
     on the pairs, one rounding at the end. ``target`` instead rounds every addition in
     float32, as the network's first layer does (its exact solution then has no training
-    residual); docs/protocols.md, "Target precision". Tested on XLA:CPU against float64."""
+    residual); docs/protocols.md, "Target precision". The subsets are the task's own (not a
+    traced layout's). Tested on XLA:CPU against float64."""
     op = task.op
     if not isinstance(op, str):
         raise ValueError(f"exact targets are for the built-in ops {list(OPS)}, not {op!r}.")
-    hi, lo = _pair_sums(x, masks)
+    hi, lo = _pair_sums(task, x, masks)
     a, al = hi[..., 0], lo[..., 0]
     if op in ("add", "sub"):
         b, bl = (hi[..., 1], lo[..., 1]) if op == "add" else (-hi[..., 1], -lo[..., 1])
