@@ -364,6 +364,11 @@ def test_a_study_renders_its_own_cells(tmp_path):
     with pytest.raises(render.Missing):
         render.Renderer(str(root)).namespace()["figure_solved"]("iclr2020-range")
     ns = render.Renderer(str(root)).namespace()
-    expr = 'study("studies/x").namespace()["figure_solved"]("iclr2020-range")'
+    expr = 'study("studies/x").figure_solved("iclr2020-range")'
     assert render.Renderer(str(root)).render("{{ " + expr + " }}") == "13 of 70 seeds"
     assert ns["study"]("studies/x").root == str(root / "studies" / "x")
+    # what a study lacks is named under its path
+    missing = render.Renderer(str(root)).render(
+        '{{ study("studies/x").figure_solved("iclr2020-hidden-size") }}'
+    )
+    assert missing.endswith("(`results/studies/x/iclr2020-hidden-size`)")

@@ -463,11 +463,11 @@ class Renderer(
         return "\n".join(lines)
 
     # ------------------------------------------------------------------------- template
-    def study(self, path: str) -> Renderer:
+    def study(self, path: str) -> _Study:
         """The renderer of a study's cells: ``results/PATH`` holds tables as ``results/`` does
         (a launcher's ``--results=results/PATH``), e.g. the same cells under another config;
-        ``{{ study("studies/NAME").arith_tests(...) }}``."""
-        return Renderer(os.path.join(self.root, path))
+        ``{{ study("studies/NAME").arith_tests(...) }}``. What it lacks is named under PATH."""
+        return _Study(Renderer(os.path.join(self.root, path)), path)
 
     def namespace(self) -> dict:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
@@ -494,6 +494,27 @@ class Renderer(
                 return f"{NO_DATA} (`results/{e.args[0]}`)"
 
         return PLACEHOLDER.sub(one, template)
+
+
+class _Study:
+    """A ``Renderer`` of ``results/PATH`` whose ``Missing`` names the cell under PATH."""
+
+    def __init__(self, renderer: Renderer, path: str):
+        self._renderer, self._path = renderer, path
+
+    def __getattr__(self, name):  # the template's functions, then the renderer's attributes
+        functions = self._renderer.namespace()
+        value = functions[name] if name in functions else getattr(self._renderer, name)
+        if not callable(value):
+            return value
+
+        def call(*args, **kwargs):
+            try:
+                return value(*args, **kwargs)
+            except Missing as e:
+                raise Missing(f"{self._path}/{e.args[0]}") from None
+
+        return call
 
 
 def _wall(batch: dict) -> str:
