@@ -252,7 +252,7 @@ def make_recipe(config, task, factory, names, *, input_shape, eval_data, target_
     """
     own_target = target_fn is None
     exact = bool(config.task.get("exact_targets", False))
-    traced = any(config.sweep.get(f) is not None for f in ("subset_ratio", "overlap_ratio"))
+    traced = any(config.sweep.get(f) is not None for f in LAYOUT_FIELDS)
     if exact and (not own_target or not isinstance(task.op, str) or traced):
         raise ConfigError(
             "task.exact_targets applies to the static task's built-in ops with fixed subsets "
