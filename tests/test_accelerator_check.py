@@ -82,6 +82,11 @@ def test_smoke_passes_here():
         "run loop, range sweep 1 × 7 runs, evaluated every 100",
         "run loop, range sweep 1 × 7 runs, evaluated every 2,000",
     ]
+    assert [c for c in checks if c.startswith("program alone")] == [
+        "program alone, plain × NMU 7 runs (the loop's config)"
+    ]
+    rate = [r for r in rows if r[0].lstrip("| ").startswith("program alone")][0][1]
+    assert float(rate.split()[0].replace(",", "")) > 0
     assert lines[-1] == "all checks passed"
 
 

@@ -83,22 +83,27 @@ def test_the_lambda_figure_is_the_scripts_protocol():
     assert c.model.name == "nau"
 
 
-def test_gpu_rate_is_the_measured_one_at_the_measured_sizes():
-    assert budget.gpu_rate(100, "nmu") == pytest.approx(1.97e6)
-    assert budget.gpu_rate(1_000, "nmu") == pytest.approx(7.20e6)
-    assert budget.gpu_rate(10_000, "nalu") == pytest.approx(8.93e6 * 3.6 / 8.6)
+def test_program_rate_is_the_measured_one_at_the_measured_sizes():
+    assert budget.program_rate(100, "nmu") == pytest.approx(1.97e6)
+    assert budget.program_rate(1_000, "nmu") == pytest.approx(7.20e6)
+    assert budget.program_rate(10_000, "nalu") == pytest.approx(8.93e6 * 3.6 / 8.6)
     # below 100 runs a step takes as long as at 100 (latency-bound): 10 runs, a tenth the rate
-    assert budget.gpu_rate(10, "nmu") == pytest.approx(1.97e5)
-    assert budget.gpu_rate(20_000, "nmu") == pytest.approx(8.93e6)  # held above the largest
+    assert budget.program_rate(10, "nmu") == pytest.approx(1.97e5)
+    assert budget.program_rate(20_000, "nmu") == pytest.approx(8.93e6)  # held above the largest
     # halfway in log(runs) between 100 and 350 runs: halfway between the rates
-    assert budget.gpu_rate(round(math.sqrt(35_000)), "nmu") == pytest.approx(3.365e6, rel=1e-3)
+    assert budget.program_rate(round(math.sqrt(35_000)), "nmu") == pytest.approx(3.365e6, rel=1e-3)
 
 
-def test_a_sweep_program_runs_at_its_measured_rate():
-    # the range figure's NMU program (25 seeds × 7 settings) ran at 9.39e5 seed-steps/s on the
-    # H100, where the plain task's rate interpolates to 3.22e6 at 175 runs
-    assert budget.gpu_rate(175, "nmu", settings=7) == pytest.approx(9.39e5, rel=2e-3)
-    assert budget.gpu_rate(175, "nmu", settings=1) == pytest.approx(3.22e6, rel=2e-3)
+def test_a_cell_runs_at_the_loops_measured_rate():
+    # through the run loop 175 runs ran at ~9.6e5 seed-steps/s on the H100, sweep or not, where
+    # the program alone interpolates to 3.22e6; below ~50 runs the program's own rate binds
+    assert budget.program_rate(175, "nmu") == pytest.approx(3.22e6, rel=2e-3)
+    assert budget.gpu_rate(175, "nmu") == pytest.approx(9.6e5)
+    assert budget.gpu_rate(10_000, "nmu") == pytest.approx(9.6e5)
+    assert budget.gpu_rate(20, "nmu") == pytest.approx(3.94e5)
+    assert budget.gpu_rate(1_000, "gated_nau_nmu") == pytest.approx(9.6e5 * 3.6 / 8.6)
+    # the range figure's NMU program: 175 runs × 5e6 steps ≈ 15 min (it ran at 186 µs a step)
+    assert 175 * 5e6 / budget.gpu_rate(175, "nmu") / 60 == pytest.approx(15.2, abs=0.1)
 
 
 def test_plan_counts_seed_steps_of_every_cell():

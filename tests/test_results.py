@@ -84,8 +84,38 @@ def test_status_and_refusals(tmp_path):
     other = {**config, "model": {"name": "nmu"}}
     assert results_lib.status(str(cell), other) == ("other", 2)
     assert results_lib.status(str(cell), {**config, "tensorboard": False})[0] == "extend"
+    # the seed block is how the seeds ran, not the protocol: another platform's block extends
+    assert results_lib.status(str(cell), {**config, "seed_block": 50}) == ("extend", 2)
+    assert results_lib.status(str(cell), {**config, "num_seeds": 2, "seed_block": 1})[0] == "done"
+    assert results_lib.protocol_difference(config, {**other, "seed_block": 3}) == "model.name"
+    assert results_lib.protocol_difference(config, {**config, "num_seeds": 9}) is None
     with pytest.raises(results_lib.ConfigError, match="no finished run"):
         results_lib.commit(str(tmp_path / "nothing"), str(tmp_path / "c2"))
+
+
+def test_another_block_extends_a_cell_and_another_protocol_is_named(tmp_path):
+    # A GPU resolves the block "auto" to all its runs, a CPU to the config's 10: more seeds run
+    # on another platform are a batch of the same cell, recorded with the block they ran in.
+    args, res = CASES["static"], tmp_path / "results"
+    launch(*args, "--seeds=2", f"--workdir={tmp_path / 'w2'}", f"--results={res}")
+    cell = res / "iclr2020-arithmetic" / "add-nau"
+    first_block = json.load(open(cell / "config.json"))["seed_block"]
+    assert first_block != 1
+    more = launch(*args, "--seeds=4", "--config.seed_block=1", f"--workdir={tmp_path / 'w4'}",
+                  f"--results={res}")  # fmt: skip
+    assert "running the 2 more" in more
+    prov = json.load(open(cell / "provenance.json"))["batches"]
+    assert [(b["first_seed"], b["num_seeds"], b["seed_block"]) for b in prov] == [
+        (0, 2, first_block),
+        (2, 2, 1),
+    ]
+    merged = json.load(open(cell / "config.json"))
+    assert merged["seed_block"] == first_block and merged["num_seeds"] == 4
+    assert [r["seed"] for r in csv.DictReader(open(cell / "seeds.csv"))] == ["0", "1", "2", "3"]
+    # another protocol is named by its own field, not by the seeds
+    other = launch(*args, "--seeds=4", "--config.train.adam_eps=1e-07", f"--workdir={tmp_path / 'w5'}",
+                   f"--results={res}")  # fmt: skip
+    assert "holds another protocol (train.adam_eps differs)" in other
 
 
 def test_provenance_command_names_no_machine_directories(tmp_path):

@@ -20,7 +20,8 @@ Prints the device and library versions, then one table:
 * **run loop**: whole runs through the engine's loop (evaluations, checkpoints), 25 seeds ×
   20,000 steps: the interpolation-range figure's × NMU program (7 ranges, 175 runs) evaluated
   every 1,000 steps and only at both ends, and the plain × NMU task at 175 runs every 1,000
-  (``--smoke``: 1 seed × 2,000 steps); what the loop, the evaluations and a sweep add to a step.
+  (``--smoke``: 1 seed × 2,000 steps), and the plain rows' program alone at their config and runs;
+  what the loop, the evaluations and a sweep add to a step.
 
 Exit status 1 when a check fails (throughput is measured, not judged).
 """
@@ -129,9 +130,10 @@ def simple_table(smoke: bool, workdir: str) -> list[tuple[str, int, int]]:
     return rows
 
 
-def throughput(seeds: int, steps: int) -> float:
-    """Seed-steps/s of the arithmetic task's training program (× NMU) for ``seeds`` seeds in
-    one block, ``steps`` steps per call, after a first call that compiles."""
+def throughput(seeds: int, steps: int, config=None) -> float:
+    """Seed-steps/s of the arithmetic task's training program (× NMU; ``config``: the task's
+    default) for ``seeds`` seeds in one block, ``steps`` steps per call, after a first call
+    that compiles."""
     import jax
 
     from nalu_jax.config import load_config
@@ -139,7 +141,7 @@ def throughput(seeds: int, steps: int) -> float:
     from nalu_jax.engine.train import seed_keys
     from nalu_jax.experiments.arithmetic import trainer_for
 
-    config = load_config("arithmetic", "model=nmu,op=mul")
+    config = load_config("arithmetic", "model=nmu,op=mul") if config is None else config
     config.eval_every = steps
     trainer = trainer_for(config)
     states = jax.jit(jax.vmap(trainer.init))(seed_keys(0, np.arange(seeds)))
@@ -152,6 +154,21 @@ def throughput(seeds: int, steps: int) -> float:
     return seeds * steps / (time.perf_counter() - t0)
 
 
+def loop_config(sweep: bool, seeds: int, steps: int, eval_every: int):
+    """The run-loop rows' config: the interpolation-range figure's × NMU cell (``sweep``: its
+    seven ranges, ``7 × seeds`` runs) or the same task at U[1,2] → U[2,6] with as many runs."""
+    from nalu_jax.reproduce import cells, specs
+
+    spec = specs.table("iclr2020-range")
+    (cell,) = [c for c in specs.cells(spec) if c.variant.key == "nmu"]
+    config = cells.configs(spec, [cell], seeds, steps)[cell.key]
+    if not sweep:  # one setting, as many runs (one block on an accelerator, as the sweep's)
+        config.sweep.range_pair = None
+        config.num_seeds = seeds * len(spec.axis.points)
+    config.eval_every, config.tensorboard = eval_every, False
+    return config
+
+
 def loop_throughput(workdir: str, sweep: bool, seeds: int, steps: int, eval_every: int) -> float:
     """Seed-steps/s (compilation aside) of a whole run through the engine's loop, evaluations
     and checkpoints included: the interpolation-range figure's × NMU program (``sweep``: its
@@ -160,16 +177,9 @@ def loop_throughput(workdir: str, sweep: bool, seeds: int, steps: int, eval_ever
     and a sweep each add to a step."""
     from nalu_jax.engine.run import run
     from nalu_jax.experiments import experiment_of
-    from nalu_jax.reproduce import cells, specs
     from nalu_jax.reproduce.results import _timing
 
-    spec = specs.table("iclr2020-range")
-    (cell,) = [c for c in specs.cells(spec) if c.variant.key == "nmu"]
-    config = cells.configs(spec, [cell], seeds, steps)[cell.key]
-    if not sweep:  # the same task at U[1,2] → U[2,6], one setting, as many runs (one block
-        config.sweep.range_pair = None  # on an accelerator, as the sweep's)
-        config.num_seeds = seeds * len(spec.axis.points)
-    config.eval_every, config.tensorboard = eval_every, False
+    config = loop_config(sweep, seeds, steps, eval_every)
     out = os.path.join(workdir, f"loop-{'sweep' if sweep else 'plain'}-{eval_every}")
     return float(
         _timing(run(experiment_of(config), config, out, progress=False))["seed_steps_per_s"]
@@ -230,6 +240,12 @@ def checks(smoke: bool, workdir: str):
         what = f"range sweep {seeds} × {points}" if sweep else f"plain × NMU {seeds * points}"
         yield (f"run loop, {what} runs, evaluated every {every:,}", f"{rate:,.0f} seed-steps/s",
                "", "—")  # fmt: skip
+    # the plain rows' program alone: the loop's config, one block of its runs, no loop (what
+    # the run loop itself adds to a step, beside the row above at the same runs)
+    runs, every = seeds * points, steps // 20
+    rate = throughput(runs, every, loop_config(False, seeds, steps, every))
+    yield (f"program alone, plain × NMU {runs} runs (the loop's config)",
+           f"{rate:,.0f} seed-steps/s", "", "—")  # fmt: skip
 
 
 def main(argv=None) -> int:

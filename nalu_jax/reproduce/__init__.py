@@ -51,7 +51,6 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
     dir, results dir)`` or ``("extend", config of the missing seeds, dir)``; results cells that
     hold another config are left alone unless ``overwrite``."""
     from nalu_jax.reproduce import results as results_lib
-    from nalu_jax.runtime.workdir import first_difference
 
     plan = {}
     for c in runnable:
@@ -74,10 +73,11 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
                 f"{int(cfg.first_seed) + have - 1}; running the {more.num_seeds} more")  # fmt: skip
         else:
             if state == "other" and not overwrite:
-                field = first_difference(
-                    results_lib.read_json(os.path.join(rdir, "config.json")),
-                    results_lib.config_dict(cfg),
-                )
+                committed = results_lib.read_json(os.path.join(rdir, "config.json"))
+                field = results_lib.protocol_difference(committed, results_lib.config_dict(cfg))
+                if field is None:  # the same protocol with other seeds
+                    same_first = int(committed.get("first_seed", 0)) == int(cfg.first_seed)
+                    field = "num_seeds" if same_first else "first_seed"
                 log(f"{c.key}: {rdir} holds another protocol ({field} differs); it is kept, this "
                     "run stays in the workdir (--overwrite replaces it)")  # fmt: skip
                 rdir = None

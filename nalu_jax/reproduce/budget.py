@@ -11,17 +11,18 @@ a step is (51 µs: a small program is bound by the latency of its kernels, not b
 20 runs × 5·10⁶ steps take ≥ 4 min. The NALU family (NALU, gated units) runs at 3.6/8.6 of
 the NMU's rate (its ratio at 10,000 runs, commit e7ba609, 2026-11-25) at every size.
 
-A program of several sweep settings (a figure whose points are traced settings: interpolation
-range, λ̂) ran slower per step on the GPU: the interpolation-range figure's NMU program, 175
-runs (25 seeds × 7 ranges) × 5·10⁶ steps through the run loop (evaluations every 1,000 steps,
-checkpoints), ran at 9.39·10⁵ seed-steps/s (186 µs a step, from its checkpoints' times between
-steps 1.75·10⁶ and 2.174·10⁶, alone on the GPU), 0.29 of the 3.22·10⁶ interpolated for 175
-runs of the training program above (on XLA:CPU, both through the loop, 1.13·10⁵ against the
-plain task's 1.54·10⁵ at 70 runs, 0.73). ``GPU_SWEEP_FACTOR`` applies that ratio to every sweep
-program (the λ̂ figure's is assumed). Whether the sweep or the loop's evaluations cost the
-difference is not separated: a plain run through the loop has not been timed on a GPU. On
-XLA:CPU both cost (7 runs: a sweep's evaluation ~6× the plain task's, its step 1.5×);
-``tools/accelerator_check``'s run-loop rows measure them on a device.
+A cell runs through the run loop (evaluations, checkpoints), and on the GPU the loop ran far
+below the training program alone, sweep or not. On the same H100 at commit 55e1c2e
+(2026-11-26): 175 runs of the interpolation-range figure's × NMU cell, 9.56·10⁵ seed-steps/s
+as its 7-range sweep and 9.60·10⁵ as the plain task (25 × 7 seeds), both evaluated every 1,000
+steps; 9.88·10⁵ evaluated only at both ends; 9.76·10⁵ for 10⁵ steps (a long run of the sweep,
+at d450a3c: 9.39·10⁵). The program alone interpolates to 3.22·10⁶ at 175 runs. At 50 runs
+(hidden size 10, 5·10⁶ steps) two cells running at once took 7.4 min each, 5.6·10⁵ seed-steps/s
+apiece. So the loop's rate is held at ``GPU_LOOP_RATE`` once the program alone would be faster
+(above ~50 runs); above 175 runs it has not been measured through the loop, so estimates there
+are the loop's measured rate, which may be low for programs of thousands of runs. Why the loop
+is slower than its program is open (``tools/accelerator_check``'s "program alone" row times the
+loop's own config outside the loop, to tell the config from the loop).
 """
 
 from __future__ import annotations
@@ -31,15 +32,14 @@ import math
 #: (runs in the program, NMU seed-steps/s) on one H100 80GB (see the module docstring)
 GPU_NMU_RATES = ((100, 1.97e6), (350, 4.76e6), (1_000, 7.20e6), (10_000, 8.93e6))
 GPU_NALU_FACTOR = 3.6e6 / 8.6e6
-#: a sweep program's rate over the plain task's at the same runs (the module docstring)
-GPU_SWEEP_FACTOR = 9.39e5 / 3.22e6
+#: a cell's seed-steps/s through the run loop, sweep or not (175 runs; the module docstring)
+GPU_LOOP_RATE = 9.6e5
 GPU_NAME = "one H100 80GB (rates measured at d450a3c, 2026-11-26)"
 _NALU_FAMILY = ("nalu", "gated_nau_nmu")
 
 
-def gpu_rate(runs: int, model: str, settings: int = 1) -> float:
-    """Estimated seed-steps/s of a ``runs``-run program of ``model`` on one H100; ``settings``:
-    the program's sweep settings (more than one: a sweep program, ``GPU_SWEEP_FACTOR``)."""
+def program_rate(runs: int, model: str) -> float:
+    """Seed-steps/s of the training program alone of ``runs`` runs of ``model`` on one H100."""
     xs = [math.log(r) for r, _ in GPU_NMU_RATES]
     ys = [v for _, v in GPU_NMU_RATES]
     if runs < GPU_NMU_RATES[0][0]:  # the step time of the smallest measured program, held
@@ -48,8 +48,15 @@ def gpu_rate(runs: int, model: str, settings: int = 1) -> float:
         x = min(math.log(runs), xs[-1])
         i = max(j for j in range(len(xs) - 1) if xs[j] <= x) if x < xs[-1] else len(xs) - 2
         rate = ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])
-    rate *= GPU_NALU_FACTOR if model in _NALU_FAMILY else 1.0
-    return rate * (GPU_SWEEP_FACTOR if settings > 1 else 1.0)
+    return rate * (GPU_NALU_FACTOR if model in _NALU_FAMILY else 1.0)
+
+
+def gpu_rate(runs: int, model: str) -> float:
+    """Estimated seed-steps/s of a cell of ``runs`` runs (seeds × sweep settings) of ``model``
+    on one H100, through the run loop: the program's rate, at most ``GPU_LOOP_RATE`` (scaled
+    as the program's for the NALU family)."""
+    cap = GPU_LOOP_RATE * (GPU_NALU_FACTOR if model in _NALU_FAMILY else 1.0)
+    return min(program_rate(runs, model), cap)
 
 
 def plan(cells, cfgs: dict, cpu_estimates: dict | None = None, *, gpu: bool = True) -> list[str]:
@@ -58,14 +65,13 @@ def plan(cells, cfgs: dict, cpu_estimates: dict | None = None, *, gpu: bool = Tr
     ``cpu_estimates`` (``{cell.key: seconds}``, from a calibration run) has the cell. ``gpu``:
     whether the measured rates apply (the library's arithmetic tasks; not another experiment,
     whose GPU time is not estimated)."""
-    from nalu_jax.engine.blocks import num_settings
     from nalu_jax.reproduce.cells import duration, num_runs
 
     total, gpu_s, cpu_s, lines = 0, 0.0, 0.0, []
     for c in cells:
         cfg = cfgs[c.key]
         runs, steps = num_runs(cfg), int(cfg.num_steps)
-        seconds = runs * steps / gpu_rate(runs, c.variant.model, num_settings(cfg))
+        seconds = runs * steps / gpu_rate(runs, c.variant.model)
         total, gpu_s = total + runs * steps, gpu_s + seconds
         cpu = (cpu_estimates or {}).get(c.key)
         cpu_s += cpu or 0.0

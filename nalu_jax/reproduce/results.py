@@ -52,6 +52,12 @@ from nalu_jax.config import ConfigError
 #: fields that select which seeds run or how a run is watched, not what a seed computes
 SEED_FIELDS = ("num_seeds", "first_seed")
 IGNORED_FIELDS = ("tensorboard", "checkpoint_every")
+#: how the seeds are executed, not what a seed computes (``engine.blocks``: the block sets the
+#: last bits, never a verdict): a cell run in blocks of 10 on a CPU is the same protocol as one
+#: run in one block of 50 on a GPU, so more seeds run on another platform extend it. The cell's
+#: ``config.json`` keeps its first batch's block (what ``check`` re-runs with); each provenance
+#: batch records its own.
+EXECUTION_FIELDS = ("seed_block",)
 #: per-file size limit: results hold per-seed rows, not histories or checkpoints
 MAX_FILE_BYTES = 2_000_000
 #: summary keys that describe the machine's speed, not the seeds (summed or recomputed on merge)
@@ -160,6 +166,7 @@ def provenance_entry(
         "command": command if command is not None else invocation(sys.argv),
         # the platform and device kind are in "machine"; "default" is TF32 on an NVIDIA GPU
         "matmul_precision": config.get("matmul_precision", "highest"),
+        **({"seed_block": int(config["seed_block"])} if "seed_block" in config else {}),
         **timings,
     }
 
@@ -235,7 +242,17 @@ def _comparable(config: dict) -> dict:
     from nalu_jax.config import with_added_fields
 
     config = with_added_fields(config)
-    return {k: v for k, v in config.items() if k not in SEED_FIELDS + IGNORED_FIELDS}
+    return {
+        k: v for k, v in config.items() if k not in SEED_FIELDS + IGNORED_FIELDS + EXECUTION_FIELDS
+    }
+
+
+def protocol_difference(have: dict, want: dict) -> str | None:
+    """The dotted name of the first field where two configs (plain dicts) differ as protocols
+    (seed selection, monitoring and execution fields aside); None when they are the same."""
+    from nalu_jax.runtime.workdir import first_difference
+
+    return first_difference(_comparable(have), _comparable(want))
 
 
 def alias_target(cell: str) -> str | None:
