@@ -70,9 +70,11 @@ def test_a_figure_edited_by_hand_fails_the_check(tmp_path):
     [
         (20, 5_000_000, (3e-5, 2e-5, 4e-5), "reproduced"),  # all three intervals overlap
         (20, 5_000_000, (0.4, 0.3, 0.5), "partly: sparsity error apart"),  # success yes
-        (0, 200_000, (3e-5, 2e-5, 4e-5), "not settled at 1/25 of the budget"),
+        (0, 200_000, (3e-5, 2e-5, 4e-5), "not settled at 1/25 of the budget (no seed solved)"),
         (0, 5_000_000, (3e-5, 2e-5, 4e-5), "not reproduced"),
         (20, 200_000, (3e-5, 2e-5, 4e-5), "reproduced at 1/25 of the budget"),
+        # no seed solved at a smaller budget: a failure, settled only at the paper's budget
+        (0, 20_000, (3e-5, 2e-5, 4e-5), "not settled at 1/250 of the budget (no seed solved)"),
     ],
 )
 def test_table_cell_verdict_follows_the_rubric(tmp_path, solved, steps, sparsity, verdict):
@@ -195,3 +197,19 @@ def test_template_cites_no_file_outside_the_repository():
     text = open(TEMPLATE).read()
     for word in ("tasks.md", "units.md", "shared/spec", "/work/", "session"):
         assert word not in text
+
+
+def test_table_verdict_names_the_cells_of_one_verdict_together(tmp_path):
+    root = tmp_path / "results"
+    # the paper (gating table): × NALU (shared) 24% [17%, 33%], solved at 3.3e6 [2.94e6,
+    # 3.67e6], sparsity 0.001 [0.00055, 0.0021]; ours overlaps all three at its budget
+    full = _arith_summary(5, 20, 5_000_000, (3.3e6, 3.0e6, 3.6e6), (0.001, 0.0006, 0.002))
+    _cell(root, "iclr2020-gate/mul-nalu_shared", full)
+    for key in ("add-nalu_shared", "add-gated_nau_nmu", "mul-gated_nau_nmu"):
+        _cell(root, f"iclr2020-gate/{key}", _arith_summary(0, 10, 20_000))
+    only = ["mul-nalu_shared", "mul-gated_nau_nmu", "add-nalu_shared", "add-gated_nau_nmu"]
+    verdict = render.Renderer(str(root)).table_verdict("iclr2020-gate", only=only)
+    assert verdict == (
+        "**not settled**: 1 of 4 cells reproduced; not settled at 1/250 of the budget: "
+        "× Gated NAU/NMU, + NALU (shared), + Gated NAU/NMU"
+    )

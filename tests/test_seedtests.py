@@ -87,6 +87,11 @@ def _c(success_p=0.5, solved_at_p=0.5, sparsity_p=0.5, testable=True, k=(10, 10)
         (_c(success_p=0.01, k=(18, 10)), 0.04, "not reproduced at 1/25 of the budget"),
         (_c(solved_at_p=0.01), 0.004, "not settled at 1/250 of the budget: solved-at differs"),
         (_c(), 0.0004, "reproduced at 1/2500 of the budget"),
+        # no seed of ours solved at a smaller budget: not settled, even where the paper's
+        # seeds fail too (a failure settles only at its budget)
+        (_c(k=(0, 0)), 0.04, "not settled at 1/25 of the budget (no seed solved)"),
+        (_c(k=(0, 1)), 0.04, "not settled at 1/25 of the budget (no seed solved)"),
+        (_c(k=(0, 0)), 1.0, "reproduced"),
         (_c(testable=False, k=(2, 7)), 1.0,
          "reproduced (solved-at and sparsity error untestable: 2 and 7 solved seeds)"),
     ],

@@ -204,6 +204,8 @@ class Renderer(
         ):
             return "no published figure"
         fraction = int(r["num_steps"]) / spec.num_steps
+        if fraction < 1 and int(r["solved"]) == 0:  # a failure settles only at the budget
+            return f"not settled at {_budget(fraction)} of the budget (no seed solved)"
         succ = r["success_overlap"]
         others = {"solved-at mean": r["solved_at_overlap"],
                   "sparsity error": r["sparsity_error_overlap"]}  # fmt: skip

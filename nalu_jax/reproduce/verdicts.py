@@ -106,8 +106,8 @@ class VerdictFunctions:
 
     def table_verdict(self, table, ops=None, models=None, only=None) -> str:
         """The whole table by the rubric: every cell reproduced → reproduced; none → not
-        reproduced; else partly, naming the cells that are not (and "not settled" for a table
-        with a cell not yet committed)."""
+        reproduced; else partly, naming the cells that are not, those of one verdict together
+        (and "not settled" for a table with a cell not yet committed)."""
         from nalu_jax.reproduce.specs import OP_LABELS
 
         spec, rows = self._rows(table, ops, models, only)
@@ -131,7 +131,13 @@ class VerdictFunctions:
             word = "not settled"  # nothing contradicts the paper; some cells cannot tell yet
         else:
             word = "not reproduced" if not good else "partly"
-        named = "; ".join(f"{k}: {v}" for k, v in rest.items())
+        groups = {}  # cells of the same verdict named together, in table order
+        for k, v in rest.items():
+            groups.setdefault(v, []).append(k)
+        named = "; ".join(
+            f"{cells[0]}: {v}" if len(cells) == 1 else f"{v}: {', '.join(cells)}"
+            for v, cells in groups.items()
+        )
         return f"**{word}**: {len(good)} of {len(words)} cells reproduced; {named}"
 
     def not_covered_rows(self) -> str:
