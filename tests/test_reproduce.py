@@ -154,6 +154,18 @@ def test_published_arithmetic_figures():
     assert math.isnan(pub[("div", "nmu")]["solved_at_mean"])
 
 
+def test_published_gate_figures_name_their_estimator():
+    # export/function_task_static_nalu.r summarises with compute.summary: a Beta fit where the
+    # tex's interval is asymmetric (+ NALU (shared): 0.18 +2.3e-2 −2.1e-2), its normal fallback
+    # where the offsets are equal (+ NALU (separate): ±1.4e-2)
+    pub = tables.published(specs.table("iclr2020-gate"))
+    assert pub[("add", "nalu_shared")]["sparsity_error_estimator"] == "beta"
+    assert pub[("add", "nalu_separate")]["sparsity_error_estimator"] == "normal"
+    assert pub[("add", "nalu_shared")]["sparsity_error_lo"] == pytest.approx(0.18 - 0.021)
+    beta = {k for k, row in pub.items() if row["sparsity_error_estimator"] == "beta"}
+    assert len(beta) == 5
+
+
 def test_overlap_is_computed():
     assert tables.overlap((0.2, 0.4), (0.4, 0.6)) == "yes"
     assert tables.overlap((0.0, 0.3), (0.31, 0.6)) == "no"
