@@ -201,13 +201,16 @@ def test_template_cites_no_file_outside_the_repository():
 
 def test_table_verdict_names_the_cells_of_one_verdict_together(tmp_path):
     root = tmp_path / "results"
-    # the paper (gating table): × NALU (shared) 24% [17%, 33%], solved at 3.3e6 [2.94e6,
-    # 3.67e6], sparsity 0.001 [0.00055, 0.0021]; ours overlaps all three at its budget
-    full = _arith_summary(5, 20, 5_000_000, (3.3e6, 3.0e6, 3.6e6), (0.001, 0.0006, 0.002))
-    _cell(root, "iclr2020-gate/mul-nalu_shared", full)
+    # the paper (gating table): + NALU (separate) 51% [41%, 61%], solved at 2.9e5 [2.47e5,
+    # 3.25e5], sparsity 0.18 [0.166, 0.194] (a sample mean); ours overlaps all three
+    full = _arith_summary(10, 20, 5_000_000, (2.9e5, 2.5e5, 3.3e5), (0.18, 0.17, 0.19))
+    _cell(root, "iclr2020-gate/add-nalu_separate", full)
+    header = "seed,solved,best_step,interpolation_mse,extrapolation_mse,solved_at,sparsity_error,diverged,diverged_at"
+    unsolved = "\n".join([header, *(f"{k},0,20000,1.0,9.0,,0.4,0,-1" for k in range(10))]) + "\n"
     for key in ("add-nalu_shared", "add-gated_nau_nmu", "mul-gated_nau_nmu"):
         _cell(root, f"iclr2020-gate/{key}", _arith_summary(0, 10, 20_000))
-    only = ["mul-nalu_shared", "mul-gated_nau_nmu", "add-nalu_shared", "add-gated_nau_nmu"]
+        (root / "iclr2020-gate" / key / "seeds.csv").write_text(unsolved)  # no seed solved
+    only = ["mul-gated_nau_nmu", "add-nalu_shared", "add-nalu_separate", "add-gated_nau_nmu"]
     verdict = render.Renderer(str(root)).table_verdict("iclr2020-gate", only=only)
     assert verdict == (
         "**not settled**: 1 of 4 cells reproduced; not settled at 1/250 of the budget: "
