@@ -205,7 +205,10 @@ def test_table_verdict_names_the_cells_of_one_verdict_together(tmp_path):
     # 3.25e5], sparsity 0.18 [0.166, 0.194] (a sample mean); ours overlaps all three
     full = _arith_summary(10, 20, 5_000_000, (2.9e5, 2.5e5, 3.3e5), (0.18, 0.17, 0.19))
     _cell(root, "iclr2020-gate/add-nalu_separate", full)
-    header = "seed,solved,best_step,interpolation_mse,extrapolation_mse,solved_at,sparsity_error,diverged,diverged_at"
+    header = (
+        "seed,solved,best_step,interpolation_mse,extrapolation_mse,solved_at,sparsity_error,"
+        "diverged,diverged_at"
+    )
     unsolved = "\n".join([header, *(f"{k},0,20000,1.0,9.0,,0.4,0,-1" for k in range(10))]) + "\n"
     for key in ("add-nalu_shared", "add-gated_nau_nmu", "mul-gated_nau_nmu"):
         _cell(root, f"iclr2020-gate/{key}", _arith_summary(0, 10, 20_000))
