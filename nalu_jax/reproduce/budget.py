@@ -34,7 +34,7 @@ GPU_NMU_RATES = ((100, 1.97e6), (350, 4.76e6), (1_000, 7.20e6), (10_000, 8.93e6)
 GPU_NALU_FACTOR = 3.6e6 / 8.6e6
 #: a cell's seed-steps/s through the run loop, sweep or not (175 runs; the module docstring)
 GPU_LOOP_RATE = 9.6e5
-GPU_NAME = "one H100 80GB (rates measured at d450a3c, 2026-11-26)"
+GPU_NAME = "one H100 80GB (rates measured at d450a3c and 55e1c2e, 2026-11-26)"
 _NALU_FAMILY = ("nalu", "gated_nau_nmu")
 
 

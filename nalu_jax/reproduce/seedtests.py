@@ -121,9 +121,10 @@ def fraction_words(fraction: float) -> str:
 def verdict(c: dict, fraction: float = 1.0) -> str:
     """The rubric by the tests: at a smaller budget than the paper's, no seed solved → "not
     settled" (a failure settles only at the paper's budget); success differs → "not
-    reproduced" ("not settled" when ours is lower at a smaller budget); else solved-at or sparsity error differs → "partly" (at a
-    smaller budget "not settled": a run cut short is solved later and regularised less); else
-    "reproduced". A metric the U test cannot decide at these counts is named."""
+    reproduced" ("not settled" when ours is lower at a smaller budget); else solved-at or
+    sparsity error differs → "partly" (at a smaller budget "not settled": a run cut short is
+    solved later and regularised less); else "reproduced". A metric the U test cannot decide
+    at these counts is named."""
     names = {"solved_at": "solved-at", "sparsity_error": "sparsity error"}
     at = "" if fraction >= 1 else f" at {fraction_words(fraction)} of the budget"
     if fraction < 1 and c["solved_ours"] == 0:  # a failure settles only at the paper's budget
