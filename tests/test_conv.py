@@ -35,16 +35,13 @@ def assert_close(a, b, rtol=2e-5):
 F64_RTOL = 1e-4
 
 
-def float64_reference(x, kernel, bias, probe, padding):
-    """lax's convolution and its loss gradients computed in float64: what any float32 summation
-    order approximates."""
+def float64_reference(loss, x, kernel, bias, padding):
+    """lax's convolution and the gradients of ``loss`` (the test's, built on ``lax_conv``)
+    computed in float64: what any float32 summation order approximates."""
     with jax.enable_x64(True):
-        x, kernel, bias, probe = (
-            jnp.asarray(np.asarray(v), jnp.float64) for v in (x, kernel, bias, probe)
-        )
-        loss = lambda *a: jnp.sum(jnp.sin(lax_conv(*a, padding)) * probe)
-        value = lax_conv(x, kernel, bias, padding)
-        return [np.asarray(v) for v in (value, *jax.grad(loss, argnums=(0, 1, 2))(x, kernel, bias))]
+        args = [jnp.asarray(np.asarray(v), jnp.float64) for v in (x, kernel, bias)]
+        value = lax_conv(*args, padding)
+        return [np.asarray(v) for v in (value, *jax.grad(loss, argnums=(0, 1, 2))(*args))]
 
 
 @pytest.mark.parametrize(
@@ -72,7 +69,7 @@ def test_conv2d_equals_lax_conv_value_and_gradient(hw, channels, padding, method
     loss = lambda f: lambda *a: jnp.sum(jnp.sin(f(*a, padding)) * probe)
     value = jax.jit(conv.conv2d, static_argnums=3)(x, kernel, bias, padding)
     got = jax.jit(jax.grad(loss(conv.conv2d), argnums=(0, 1, 2)))(x, kernel, bias)
-    want = float64_reference(x, kernel, bias, probe, padding)
+    want = float64_reference(loss(lax_conv), x, kernel, bias, padding)
     for g, w in zip((value, *got), want, strict=True):
         assert g.dtype == jnp.float32
         assert_close(g, w, rtol=F64_RTOL)

@@ -50,7 +50,7 @@ import re
 import sys
 
 from nalu_jax.reproduce import results as results_lib
-from nalu_jax.reproduce.seedtests import fraction_words
+from nalu_jax.reproduce.seedtests import fraction_words, no_seed_solved
 from nalu_jax.reproduce.verdicts import (
     BudgetFunctions,
     CrossCommitFunctions,
@@ -204,8 +204,9 @@ class Renderer(
         ):
             return "no published figure"
         fraction = int(r["num_steps"]) / spec.num_steps
-        if fraction < 1 and int(r["solved"]) == 0:  # a failure settles only at the budget
-            return f"not settled at {_budget(fraction)} of the budget (no seed solved)"
+        unsettled = no_seed_solved(int(r["solved"]), fraction)
+        if unsettled is not None:
+            return unsettled
         succ = r["success_overlap"]
         others = {"solved-at mean": r["solved_at_overlap"],
                   "sparsity error": r["sparsity_error_overlap"]}  # fmt: skip

@@ -118,6 +118,15 @@ def fraction_words(fraction: float) -> str:
     return f"1/{inv:.0f}" if abs(inv - round(inv)) < 0.05 else f"{100 * fraction:.2g}%"
 
 
+def no_seed_solved(solved: int, fraction: float) -> str | None:
+    """The rubric's verdict on a cell in which no seed of ours solved in fewer iterations than
+    the paper's (``fraction`` < 1): "not settled", whatever the paper's rate, since a failure
+    settles only at the paper's budget; None for any other cell."""
+    if fraction < 1 and solved == 0:
+        return f"not settled at {fraction_words(fraction)} of the budget (no seed solved)"
+    return None
+
+
 def verdict(c: dict, fraction: float = 1.0) -> str:
     """The rubric by the tests: at a smaller budget than the paper's, no seed solved → "not
     settled" (a failure settles only at the paper's budget); success differs → "not
@@ -127,8 +136,9 @@ def verdict(c: dict, fraction: float = 1.0) -> str:
     at these counts is named."""
     names = {"solved_at": "solved-at", "sparsity_error": "sparsity error"}
     at = "" if fraction >= 1 else f" at {fraction_words(fraction)} of the budget"
-    if fraction < 1 and c["solved_ours"] == 0:  # a failure settles only at the paper's budget
-        return f"not settled{at} (no seed solved)"
+    unsettled = no_seed_solved(c["solved_ours"], fraction)
+    if unsettled is not None:
+        return unsettled
     if differs(c, "success"):
         lower = c["solved_ours"] / c["n_ours"] < c["solved_theirs"] / c["n_theirs"]
         if fraction < 1 and lower:
