@@ -49,6 +49,18 @@ def test_auto_on_an_accelerator_puts_a_devices_runs_in_one_block():
     config = load_config("single_module", "op=mul,model=nmu")
     config.sweep.range_index = tuple(range(1, 10))
     assert resolve_seed_block(config, platform="tpu", devices=2, processes=1).seed_block == 113
+    # a zipped sweep is one axis of the grid: the interpolation-range figure's 7 range pairs
+    # × 25 seeds in one block of 175 (not 7 blocks of 25), as many runs as expand() makes
+    from nalu_jax.engine.blocks import num_settings
+    from nalu_jax.engine.sweep import expand
+    from nalu_jax.reproduce.figures_iclr import RANGE_PAIRS
+
+    config = load_config("arithmetic", "model=nmu,op=mul,seeds=25")
+    config.sweep.range_pair = tuple(RANGE_PAIRS)
+    config.sweep.lr = (1e-3, 3e-3)
+    assert num_settings(config) == len(expand(config)) == 14
+    config.sweep.lr = None
+    assert resolve_seed_block(config, platform="gpu", devices=1, processes=1).seed_block == 175
 
 
 def test_an_integer_block_applies_on_every_platform():
@@ -137,3 +149,18 @@ def test_main_refuses_a_bad_block_in_one_sentence(tmp_path):
     assert out.returncode == 2
     assert "seed_block must be 'auto' or an integer >= 1, got 'fast'." in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_an_extension_runs_its_own_seeds_in_one_block_on_an_accelerator():
+    # a cell resolved for 50 seeds on a GPU (block 50) that holds 10 runs its 40 others in a
+    # block of 40 (no padding); on the CPU the block stays, as it decides the seeds' last bits
+    from nalu_jax.engine.blocks import fit_seed_block
+
+    for platform, devices, want in (("gpu", 1, 40), ("gpu", 4, 10), ("cpu", 2, 50)):
+        config = load_config("arithmetic", "model=nmu,op=mul,seeds=40")
+        apply_overrides(config, ["seed_block=50"])
+        assert fit_seed_block(config, platform=platform, devices=devices).seed_block == want
+    # never raised: a block already below a device's share stays
+    config = load_config("arithmetic", "model=nmu,op=mul,seeds=40")
+    apply_overrides(config, ["seed_block=8"])
+    assert fit_seed_block(config, platform="gpu", devices=1).seed_block == 8

@@ -42,13 +42,14 @@ def seed_block_for(value, cpu_seed_block, *, platform: str, runs: int, devices: 
 
 
 def num_settings(config) -> int:
-    """The sweep settings of ``config`` (1 when nothing is swept): the grid's size."""
-    from nalu_jax.config import SWEEPABLE
-
+    """The sweep settings of ``config`` (1 when nothing is swept): the grid's size, each
+    non-empty entry of ``config.sweep`` one axis (a ``SWEEP_ZIPPED`` name, e.g. ``range_pair``,
+    too: ``engine.sweep.expand`` makes the same grid)."""
+    sweep = config.get("sweep") or {}
     count = 1
-    for name in SWEEPABLE:
-        values = config.sweep.get(name) if "sweep" in config else None
-        count *= len(values) if values is not None else 1
+    for name in sweep.keys():
+        values = sweep.get(name)
+        count *= len(values) if values is not None and len(values) > 0 else 1
     return count
 
 
@@ -69,4 +70,25 @@ def resolve_seed_block(config, *, platform=None, devices=None, processes=None):
         config.seed_block = block
         if "cpu_seed_block" in config:
             del config["cpu_seed_block"]
+    return config
+
+
+def fit_seed_block(config, *, platform=None, devices=None, processes=None):
+    """On an accelerator, lower ``config.seed_block`` (an integer) to a device's share of the
+    config's runs when it is larger: a block resolved for a cell's full seed count, run for
+    fewer (the seeds that extend a committed cell), would otherwise train padding. On the CPU
+    the block stays, since it decides the last bits of every seed there. Returns ``config``
+    (changed in place)."""
+    if platform is None:
+        import jax
+
+        platform, devices = jax.local_devices()[0].platform, jax.local_device_count()
+        processes = jax.process_count()
+    block = check_seed_block(config.seed_block)
+    if platform == "cpu" or block == SEED_BLOCK_AUTO:
+        return config
+    runs = -(-int(config.num_seeds) * num_settings(config) // max(1, int(processes or 1)))
+    share = max(1, -(-runs // max(1, int(devices or 1))))
+    if share < block:
+        config.seed_block = share
     return config

@@ -1,0 +1,137 @@
+"""Where a run's loop time goes (a benchmark, not a test): its training calls, evaluations,
+checkpoints and the host work between them, beside the training program alone.
+
+    python -m benchmarks.loop_breakdown                          # 175 runs × 20,000 steps
+    python -m benchmarks.loop_breakdown --seeds 50 --steps 200000 --table iclr2020-hidden-size
+
+A whole run goes through ``nalu_jax.run`` (the engine's loop: evaluations every
+``eval_every`` steps, checkpoints every ``checkpoint_every``) with each compiled call timed to
+completion (``jax.block_until_ready``; the loop waits for each call's losses anyway) and each
+checkpoint save timed. It prints one JSON line per case: the loop's own seed-steps/s (as
+summary.json reports it), the seconds in training calls, evaluations, checkpoint saves and the
+rest, and the training calls' rate beside the program alone at the same config and runs
+(``tools.accelerator_check.throughput``: one compiled call of ``eval_every`` steps, timed after
+a first call). On a GPU the difference between the two rates is what the loop adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import tempfile
+import time
+
+
+def _config(table: str, model: str, point: str | None, seeds: int, steps: int, every: int):
+    """The cell's config of ``table`` for ``model`` (and ``point``): ``seeds`` seeds,
+    ``steps`` steps, evaluated every ``every``; the interpolation-range table without a point:
+    its × NMU task at U[1,2] → U[2,6] with ``7 × seeds`` runs (``accelerator_check``'s
+    plain run-loop row)."""
+    from nalu_jax.reproduce import cells, specs
+    from tools.accelerator_check import loop_config
+
+    if table == "iclr2020-range" and point is None and model == "nmu":
+        return loop_config(False, seeds, steps, every)
+    spec = specs.table(table)
+    chosen = [c for c in specs.cells(spec) if c.variant.key == model]
+    if point is not None:
+        chosen = [c for c in chosen if c.key.endswith(f"-{point}")]
+    if len(chosen) != 1:
+        keys = [c.key for c in specs.cells(spec) if c.variant.key == model]
+        raise SystemExit(f"--point must name one of {keys} for model {model}.")
+    config = cells.configs(spec, chosen, seeds, steps)[chosen[0].key]
+    config.eval_every, config.tensorboard = every, False
+    return config
+
+
+def breakdown(config, workdir: str) -> dict:
+    """Seconds per part of one run of ``config`` through the engine's loop."""
+    import jax
+
+    from nalu_jax.engine import loop
+    from nalu_jax.engine.run import run
+    from nalu_jax.experiments import experiment_of
+    from nalu_jax.runtime import checkpoint
+
+    seconds, calls = collections.Counter(), collections.Counter()
+    compile_orig, save_orig = loop.DevicePopulation.compile, checkpoint.Checkpointer.save
+    order = []  # the loop compiles the evaluation, then the training program
+
+    def timed(label, fn):
+        def call(*args):
+            t = time.perf_counter()
+            out = jax.block_until_ready(fn(*args))
+            seconds[label] += time.perf_counter() - t
+            calls[label] += 1
+            return out
+
+        return call
+
+    def compile_(self, fn, *args, options=None):
+        label = ("evaluate", "train")[len(order) % 2]
+        order.append(label)
+        return [timed(label, c) for c in compile_orig(self, fn, *args, options=options)]
+
+    def save(self, step, tree):
+        t = time.perf_counter()
+        save_orig(self, step, tree)
+        seconds["checkpoint"] += time.perf_counter() - t
+        calls["checkpoint"] += 1
+
+    loop.DevicePopulation.compile, checkpoint.Checkpointer.save = compile_, save
+    try:
+        summary = run(experiment_of(config), config, workdir, progress=False)
+    finally:
+        loop.DevicePopulation.compile, checkpoint.Checkpointer.save = compile_orig, save_orig
+    loop_s = float(summary["wall_time_s"]) - float(summary["compile_time_s"])
+    runs, steps = int(config.num_seeds), int(config.num_steps)
+    rest = loop_s - seconds["train"] - seconds["evaluate"] - seconds["checkpoint"]
+    return {
+        "runs": runs,
+        "steps": steps,
+        "eval_every": int(config.eval_every),
+        "checkpoint_every": int(config.get("checkpoint_every") or steps),
+        "seed_block": int(config.seed_block),
+        "loop_s": round(loop_s, 2),
+        "loop_seed_steps_per_s": round(float(summary["seed_steps_per_s"])),
+        "train_s": round(seconds["train"], 2),
+        "train_calls": calls["train"],
+        "evaluate_s": round(seconds["evaluate"], 2),
+        "evaluate_calls": calls["evaluate"],
+        "checkpoint_s": round(seconds["checkpoint"], 2),
+        "checkpoints": calls["checkpoint"],
+        "rest_s": round(rest, 2),
+        "train_seed_steps_per_s": round(runs * steps / seconds["train"]) if seconds["train"] else 0,
+        "device": str(jax.devices()[0].device_kind),
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--table", default="iclr2020-range", help="a reproduce table's name")
+    p.add_argument("--model", default="nmu", help="a model of the table")
+    p.add_argument("--point", default=None, help="the table's point (e.g. h10), if it has points")
+    p.add_argument("--seeds", type=int, default=25, help="seeds (the range table: × 7 runs)")
+    p.add_argument("--steps", type=int, default=20_000)
+    p.add_argument("--eval_every", type=int, default=1_000)
+    p.add_argument("--no_alone", action="store_true", help="skip the program-alone figure")
+    opts = p.parse_args(argv)
+    for name in ("seeds", "steps", "eval_every"):
+        if getattr(opts, name) < 1:
+            print(f"--{name} must be a positive integer.", file=sys.stderr)
+            return 2
+    config = _config(opts.table, opts.model, opts.point, opts.seeds, opts.steps, opts.eval_every)
+    with tempfile.TemporaryDirectory(prefix="nalu-loop-breakdown-") as workdir:
+        row = breakdown(config.copy_and_resolve_references(), workdir)
+    if not opts.no_alone:
+        from tools.accelerator_check import throughput
+
+        row["alone_seed_steps_per_s"] = round(throughput(row["runs"], opts.eval_every, config))
+    print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
