@@ -274,6 +274,23 @@ def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):
     assert results_lib.code_modified(str(repo / "pkg"))
 
 
+def test_provenance_takes_the_commit_a_launcher_names_over_the_copys_git(monkeypatch):
+    # a tree shipped to another machine may carry a stale .git: NALU_JAX_COMMIT wins, with
+    # NALU_JAX_DIRTY; without it, this checkout's HEAD
+    summary, config = {"wall_time_s": 3.0, "seed_steps_per_s": 7.0}, {"num_seeds": 2}
+    monkeypatch.setenv("NALU_JAX_COMMIT", "f" * 40)
+    monkeypatch.setenv("NALU_JAX_DIRTY", "0")
+    entry = results_lib.provenance_entry(summary, config)
+    assert (entry["commit"], entry["dirty"]) == ("f" * 40, False)
+    monkeypatch.setenv("NALU_JAX_DIRTY", "1")
+    assert results_lib.provenance_entry(summary, config)["dirty"] is True
+    assert results_lib.provenance_entry(summary, config, code_commit="abc")["commit"] == "abc"
+    monkeypatch.delenv("NALU_JAX_COMMIT")
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    assert results_lib.provenance_entry(summary, config)["commit"] == (head or "unknown")
+
+
 def test_commit_command_records_the_devices_a_launcher_gives_a_run(tmp_path):
     """``python -m nalu_jax.reproduce.results commit``: a one-batch provenance with the devices
     JAX gives a launcher: on XLA:CPU one device per usable core, or what XLA_FLAGS says; on an

@@ -11,18 +11,15 @@ a step is (51 µs: a small program is bound by the latency of its kernels, not b
 20 runs × 5·10⁶ steps take ≥ 4 min. The NALU family (NALU, gated units) runs at 3.6/8.6 of
 the NMU's rate (its ratio at 10,000 runs, commit e7ba609, 2026-11-25) at every size.
 
-A cell runs through the run loop (evaluations, checkpoints), and on the GPU the loop ran far
-below the training program alone, sweep or not. On the same H100 at commit 55e1c2e
-(2026-11-26): 175 runs of the interpolation-range figure's × NMU cell, 9.56·10⁵ seed-steps/s
-as its 7-range sweep and 9.60·10⁵ as the plain task (25 × 7 seeds), both evaluated every 1,000
-steps; 9.88·10⁵ evaluated only at both ends; 9.76·10⁵ for 10⁵ steps (a long run of the sweep,
-at d450a3c: 9.39·10⁵). The program alone interpolates to 3.22·10⁶ at 175 runs. At 50 runs
-(hidden size 10, 5·10⁶ steps) two cells running at once took 7.4 min each, 5.6·10⁵ seed-steps/s
-apiece. So the loop's rate is held at ``GPU_LOOP_RATE`` once the program alone would be faster
-(above ~50 runs); above 175 runs it has not been measured through the loop, so estimates there
-are the loop's measured rate, which may be low for programs of thousands of runs. Why the loop
-is slower than its program is open (``tools/accelerator_check``'s "program alone" row times the
-loop's own config outside the loop, to tell the config from the loop).
+A cell runs through the run loop (evaluations every 1,000 steps, checkpoints), at
+``GPU_LOOP_FACTOR`` of its program's rate: on one NVIDIA H200 at commit d5a491c (2026-11-26,
+jax 0.11.2; ``benchmarks/loop_breakdown``), 175 runs of the interpolation-range figure's × NMU
+task (one block) × 20,000 steps ran at 2.68·10⁶ seed-steps/s through the loop, its training
+calls at 3.09·10⁶ and the program alone at 3.10·10⁶ (evaluations 0.03 s, checkpoints 0.09 s
+of the loop's 1.3 s). Before that commit a sweep over range pairs resolved its block for its
+seeds alone (25), so 175 runs trained as 7 blocks of 25 at ~9.6·10⁵. Two cells of 40 runs
+(hidden size 10, 5·10⁶ steps) sharing that H200 ran at 4.9·10⁵ and 5.2·10⁵ seed-steps/s,
+6.9 min each.
 """
 
 from __future__ import annotations
@@ -32,9 +29,9 @@ import math
 #: (runs in the program, NMU seed-steps/s) on one H100 80GB (see the module docstring)
 GPU_NMU_RATES = ((100, 1.97e6), (350, 4.76e6), (1_000, 7.20e6), (10_000, 8.93e6))
 GPU_NALU_FACTOR = 3.6e6 / 8.6e6
-#: a cell's seed-steps/s through the run loop, sweep or not (175 runs; the module docstring)
-GPU_LOOP_RATE = 9.6e5
-GPU_NAME = "one H100 80GB (rates measured at d450a3c and 55e1c2e, 2026-11-26)"
+#: a cell's rate through the run loop as a fraction of its program's (the module docstring)
+GPU_LOOP_FACTOR = 0.87
+GPU_NAME = "one H100 80GB (rates measured at d450a3c, loop at d5a491c, 2026-11-26)"
 _NALU_FAMILY = ("nalu", "gated_nau_nmu")
 
 
@@ -53,10 +50,8 @@ def program_rate(runs: int, model: str) -> float:
 
 def gpu_rate(runs: int, model: str) -> float:
     """Estimated seed-steps/s of a cell of ``runs`` runs (seeds × sweep settings) of ``model``
-    on one H100, through the run loop: the program's rate, at most ``GPU_LOOP_RATE`` (scaled
-    as the program's for the NALU family)."""
-    cap = GPU_LOOP_RATE * (GPU_NALU_FACTOR if model in _NALU_FAMILY else 1.0)
-    return min(program_rate(runs, model), cap)
+    on one H100, through the run loop: ``GPU_LOOP_FACTOR`` of the program's rate."""
+    return GPU_LOOP_FACTOR * program_rate(runs, model)
 
 
 def plan(cells, cfgs: dict, cpu_estimates: dict | None = None, *, gpu: bool = True) -> list[str]:

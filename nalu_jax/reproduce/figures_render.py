@@ -171,22 +171,22 @@ class FigureFunctions:
         from nalu_jax.reproduce.specs import cell_config
 
         spec = specs.table(name)
-        done, full, wall, where = 0, 0, 0.0, set()
+        done, full, wall = 0, 0, {}  # wall: seconds per machine
         committed = self._committed(spec)
         for _, _cell, batches in committed:
             for b in batches:
                 runs = b["num_seeds"] * (len(spec.axis.points) if spec.axis.sweep else 1)
                 done += runs * b["num_steps"]
-                wall += b["wall_time_s"]
                 m = b["machine"]
-                where.add(f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu"
-                          else m["device_kind"])  # fmt: skip
+                where = (f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu"
+                         else m["device_kind"])  # fmt: skip
+                wall[where] = wall.get(where, 0.0) + b["wall_time_s"]
         for cell in specs.cells(spec):
             c = cell_config(spec, cell)
             full += num_runs(c) * int(c.num_steps)
+        times = "; ".join(f"{s / 60:.1f} min on {w}" for w, s in sorted(wall.items()))
         return (f"{len(committed)} of {len(specs.cells(spec))} cells, {done:.3g} seed-steps of "
-                f"the paper's {full:.3g} ({100 * done / full:.2g}%), {wall / 60:.1f} min on "
-                f"{'; '.join(sorted(where))}")  # fmt: skip
+                f"the paper's {full:.3g} ({100 * done / full:.2g}%), {times}")  # fmt: skip
 
     def figure_verdict(self, name) -> str:
         """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our seeds satisfy it

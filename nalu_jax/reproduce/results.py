@@ -146,14 +146,18 @@ def provenance_entry(
     """One batch's provenance: code, machine, seeds, budget and timing of a finished run.
     ``code_commit``: the commit the run was made at, when it is not this checkout's HEAD."""
     timings = _timing(summary)
-    commit = code_commit or _git("rev-parse", "HEAD")
+    # a copy of the tree shipped to another machine (a cluster node, a lent GPU) may have no
+    # .git or a stale one: the launcher names the commit it shipped in NALU_JAX_COMMIT
+    named = os.environ.get("NALU_JAX_COMMIT", "")
+    commit = code_commit or named or _git("rev-parse", "HEAD")
     if code_commit:
         dirty = False
+    elif named:
+        dirty = os.environ.get("NALU_JAX_DIRTY", "") == "1"
     elif commit:
         dirty = code_modified()
-    else:  # a copy of the tree without .git (e.g. shipped to a cluster node): the launcher
-        commit = os.environ.get("NALU_JAX_COMMIT", "unknown")  # says which commit it is
-        dirty = os.environ.get("NALU_JAX_DIRTY", "") == "1"
+    else:
+        commit, dirty = "unknown", False
     return {
         "commit": commit,
         "dirty": dirty,
