@@ -2,7 +2,7 @@
 checkpoints and the host work between them, beside the training program alone.
 
     python -m benchmarks.loop_breakdown                          # 175 runs × 20,000 steps
-    python -m benchmarks.loop_breakdown --seeds 50 --steps 200000 --table iclr2020-hidden-size
+    python -m benchmarks.loop_breakdown --table iclr2020-hidden-size --cell mul-nmu-h10 --seeds 50
 
 A whole run goes through ``nalu_jax.run`` (the engine's loop: evaluations every
 ``eval_every`` steps, checkpoints every ``checkpoint_every``) with each compiled call timed to
@@ -23,25 +23,27 @@ import sys
 import tempfile
 import time
 
+DEFAULT_TABLE = "iclr2020-range"
 
-def _config(table: str, model: str, point: str | None, seeds: int, steps: int, every: int):
-    """The cell's config of ``table`` for ``model`` (and ``point``): ``seeds`` seeds,
-    ``steps`` steps, evaluated every ``every``; the interpolation-range table without a point:
-    its × NMU task at U[1,2] → U[2,6] with ``7 × seeds`` runs (``accelerator_check``'s
-    plain run-loop row)."""
+
+def _config(table: str, cell: str | None, seeds: int, steps: int, every: int):
+    """Cell ``cell`` of ``table`` with ``seeds`` seeds and ``steps`` steps, evaluated every
+    ``every``; without a cell: the interpolation-range figure's × NMU task at U[1,2] → U[2,6]
+    with ``7 × seeds`` runs (``tools.accelerator_check``'s plain run-loop row)."""
+    from nalu_jax.config import ConfigError
     from nalu_jax.reproduce import cells, specs
     from tools.accelerator_check import loop_config
 
-    if table == "iclr2020-range" and point is None and model == "nmu":
+    spec = specs.table(table)  # an unknown name: one sentence
+    keys = [c.key for c in specs.cells(spec)]
+    if cell is None and table == DEFAULT_TABLE:
         return loop_config(False, seeds, steps, every)
-    spec = specs.table(table)
-    chosen = [c for c in specs.cells(spec) if c.variant.key == model]
-    if point is not None:
-        chosen = [c for c in chosen if c.key.endswith(f"-{point}")]
-    if len(chosen) != 1:
-        keys = [c.key for c in specs.cells(spec) if c.variant.key == model]
-        raise SystemExit(f"--point must name one of {keys} for model {model}.")
-    config = cells.configs(spec, chosen, seeds, steps)[chosen[0].key]
+    if cell is None:
+        raise ConfigError(f"--cell must name one of table {table}'s cells {keys}.")
+    chosen = [c for c in specs.cells(spec) if c.key == cell]
+    if not chosen:
+        raise ConfigError(f"--cell must be one of table {table}'s cells {keys}, got {cell!r}.")
+    config = cells.configs(spec, chosen, seeds, steps)[cell]
     config.eval_every, config.tensorboard = every, False
     return config
 
@@ -110,19 +112,29 @@ def breakdown(config, workdir: str) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--table", default="iclr2020-range", help="a reproduce table's name")
-    p.add_argument("--model", default="nmu", help="a model of the table")
-    p.add_argument("--point", default=None, help="the table's point (e.g. h10), if it has points")
-    p.add_argument("--seeds", type=int, default=25, help="seeds (the range table: × 7 runs)")
+    p.add_argument("--table", default=DEFAULT_TABLE, help="a reproduce table's name")
+    p.add_argument("--cell", default=None, help="one of its cells (e.g. mul-nmu-h10); default: "
+                   "the plain × NMU task at 7 × seeds runs")  # fmt: skip
+    p.add_argument("--seeds", type=int, default=25, help="seeds (no --cell: × 7 runs)")
     p.add_argument("--steps", type=int, default=20_000)
     p.add_argument("--eval_every", type=int, default=1_000)
+    p.add_argument("--checkpoint_every", type=int, default=None,
+                   help="steps between checkpoints (default: the config's)")  # fmt: skip
     p.add_argument("--no_alone", action="store_true", help="skip the program-alone figure")
     opts = p.parse_args(argv)
-    for name in ("seeds", "steps", "eval_every"):
-        if getattr(opts, name) < 1:
+    for name in ("seeds", "steps", "eval_every", "checkpoint_every"):
+        if getattr(opts, name) is not None and getattr(opts, name) < 1:
             print(f"--{name} must be a positive integer.", file=sys.stderr)
             return 2
-    config = _config(opts.table, opts.model, opts.point, opts.seeds, opts.steps, opts.eval_every)
+    from nalu_jax.config import ConfigError
+
+    try:
+        config = _config(opts.table, opts.cell, opts.seeds, opts.steps, opts.eval_every)
+        if opts.checkpoint_every is not None:
+            config.checkpoint_every = opts.checkpoint_every
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="nalu-loop-breakdown-") as workdir:
         row = breakdown(config.copy_and_resolve_references(), workdir)
     if not opts.no_alone:

@@ -32,3 +32,36 @@ def test_floor_unknown_probe():
     assert out.returncode == 2, out.stderr
     assert "--probes: unknown ['tan']" in out.stderr, out.stderr
     assert out.stdout == ""
+
+
+def test_loop_breakdown_bad_cell_and_count():
+    for args, words in (
+        (("--table", "iclr2020-hidden-size", "--cell", "mul-nmu-h99"),
+         "--cell must be one of table iclr2020-hidden-size's cells"),
+        (("--steps", "0"), "--steps must be a positive integer."),
+        (("--table", "nope"), "--table must be one of"),
+    ):  # fmt: skip
+        out = _run("benchmarks.loop_breakdown", *args)
+        assert out.returncode == 2, out.stderr
+        assert words in out.stderr.strip().splitlines()[-1], out.stderr
+        assert out.stdout == ""
+
+
+def test_loop_breakdown_counts_every_call_of_a_run():
+    import json
+
+    # 2 seeds of the hidden-size cell × 3,000 steps, evaluated every 1,000 and checkpointed
+    # every 2,000 (the cell's 10,000 lowered): 3 training calls, 4 evaluations, one
+    # checkpoint inside the loop and the last one after it
+    out = _run("benchmarks.loop_breakdown", "--table", "iclr2020-hidden-size", "--cell",
+               "mul-nmu-h2", "--seeds", "2", "--steps", "3000", "--checkpoint_every", "2000",
+               "--no_alone")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (row["runs"], row["steps"], row["eval_every"]) == (2, 3000, 1000)
+    assert (row["train_calls"], row["evaluate_calls"], row["checkpoints"]) == (3, 4, 2)
+    assert row["seed_block"] == 10  # the CPU's block
+    parts = row["train_s"] + row["evaluate_s"] + row["checkpoint_s"]
+    assert 0 < parts and abs(parts + row["rest_s"] - row["loop_s"]) < 0.05
+    assert abs(row["train_seed_steps_per_s"] * row["train_s"] / 6000 - 1) < 0.05  # s rounded
+    assert "alone_seed_steps_per_s" not in row
