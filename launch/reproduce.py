@@ -16,7 +16,9 @@ stopped ones resume, and ``WORKDIR/table.md``, ``table.csv`` and ``figures/OP.pn
 finished cell of the workdir (a later invocation with other cells adds to them). Before
 training it prints the estimated wall time from a short calibration run per model.
 ``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
-only rewrites the table (e.g. after ``launch/slurm.py`` jobs). ``--check=OP-MODEL`` (or, without
+only rewrites the table (e.g. after ``launch/slurm.py`` jobs); ``--plan_only`` prints what each
+cell would do (skip, extend, run), its seed-steps and the estimated times, and runs nothing
+(``--calibration_steps=0``: the GPU estimate alone). ``--check=OP-MODEL`` (or, without
 ``--table``, ``--check=GROUP/CELL`` of any committed cell) re-runs the
 first ``--seeds`` (default 2) seeds of that committed cell at its committed protocol in
 ``--workdir`` (default: a temporary directory) and compares them with the committed rows
@@ -82,6 +84,10 @@ _CHECK = flags.DEFINE_string(
     "compare them with its committed rows (identical on its platform).",
 )
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
+_PLAN_ONLY = flags.DEFINE_bool(
+    "plan_only", False,
+    "Print what each cell would do, its seed-steps and the estimated times; run nothing.",
+)  # fmt: skip
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace cells run with another protocol.")
 _RESULTS = flags.DEFINE_string(
@@ -127,6 +133,8 @@ def main(argv) -> None:
     from nalu_jax import reproduce
     from nalu_jax.reproduce import cells
 
+    if _REPORT_ONLY.value and _PLAN_ONLY.value:
+        fail("--report_only and --plan_only exclude each other: one writes, one only prints.")
     if _REPORT_ONLY.value and cli.CONFIG_ITEMS:
         fail("--config.FIELD overrides apply to runs; --report_only runs nothing.")
     seeds, steps, calibration = _SEEDS.value, _STEPS.value, _CALIBRATION.value
@@ -167,7 +175,10 @@ def main(argv) -> None:
                 results=results,
                 extra_models=_EXTRA.value,
                 config_items=cli.CONFIG_ITEMS,
+                plan_only=_PLAN_ONLY.value,
             )
+    if _PLAN_ONLY.value:
+        return
     with open(os.path.join(_WORKDIR.value, "table.md")) as f:
         print(f.read())
     print(f"{len(rows)} rows; results in {os.path.abspath(_WORKDIR.value)}")

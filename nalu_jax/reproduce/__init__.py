@@ -92,7 +92,7 @@ def reproduce(
     overrides=None,
     calibration_steps: int = 2_000, progress: bool = True, overwrite: bool = False, log=print,
     results: str | None = None,
-    extra_models=None, config_items=(),
+    extra_models=None, config_items=(), plan_only: bool = False,
 ) -> list[dict]:  # fmt: skip
     """Run every cell of table ``name`` (restricted to ``models``/``ops``/``points``) into
     ``workdir/cells/OP-MODEL``, print the estimated wall time first (a ``calibration_steps``
@@ -100,7 +100,8 @@ def reproduce(
     skipped, stopped ones resume. ``seeds``/``steps`` reduce the protocol; ``overrides``
     (dotted config fields) apply to every cell, then ``config_items`` (``"FIELD=VALUE"``
     texts of ``--config.FIELD=VALUE``, parsed with each field's type); ``extra_models`` adds
-    registered units as rows of their own (``specs.with_extra``).
+    registered units as rows of their own (``specs.with_extra``). ``plan_only``: print the plan
+    (what each cell would do, its seed-steps and estimated times) and run nothing; returns [].
 
     ``results``: the committed results root (``results/``). A cell committed there with the
     same config is skipped, and so is one that another committed cell already holds (it becomes
@@ -148,6 +149,9 @@ def reproduce(
         cfgs_ = {c.key: plan[c.key][1] for c in pending}
         for line in budget.plan(pending, cfgs_, estimates, gpu=spec.kind != "experiment"):
             log(line)
+    if plan_only:
+        log("plan only: nothing was run or written")
+        return []
     os.makedirs(workdir, exist_ok=True)
     located = {}
 
