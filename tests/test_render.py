@@ -116,6 +116,18 @@ def test_arith_seeds_groups_the_committed_cells_by_seed_count(tmp_path):
     )
     with pytest.raises(render.Missing):
         render.Renderer(str(tmp_path / "empty")).arith_seeds("iclr2020-arithmetic")
+    # by budget: most steps first, then most seeds (× NMU again at 10 × 20,000)
+    assert r.arith_budgets("iclr2020-arithmetic") == (
+        "100 × 5,000,000: 1 cell; 40 × 5,000,000: 1 cell"
+    )
+    small = tmp_path / "small"
+    _cell(small, "iclr2020-arithmetic/mul-nmu", _arith_summary(0, 10, 20_000))
+    _cell(small, "iclr2020-arithmetic/add-nau", _arith_summary(20, 40, 5_000_000))
+    r = render.Renderer(str(small))
+    assert r.arith_budgets("iclr2020-arithmetic") == "40 × 5,000,000: 1 cell; 10 × 20,000: 1 cell"
+    assert r.arith_budgets("iclr2020-arithmetic", ops=["mul"]) == "10 × 20,000: 1 cell"
+    with pytest.raises(render.Missing):
+        render.Renderer(str(tmp_path / "empty")).arith_budgets("iclr2020-arithmetic")
 
 
 def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):

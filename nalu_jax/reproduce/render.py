@@ -287,6 +287,22 @@ class Renderer(
             raise Missing(table)
         return "; ".join(f"{n} seeds: {', '.join(groups[n])}" for n in sorted(groups, reverse=True))
 
+    def arith_budgets(self, table, ops=None, models=None, only=None) -> str:
+        """The committed cells counted by budget, most steps then most seeds first:
+        "20 × 5,000,000: 18 cells; 10 × 20,000: 6 cells" (seeds × steps)."""
+        _, rows = self._rows(table, ops, models, only)
+        counts: dict[tuple[int, int], int] = {}
+        for r in rows:
+            if r["status"] == "done":
+                key = (int(r["num_steps"]), int(r["num_seeds"]))
+                counts[key] = counts.get(key, 0) + 1
+        if not counts:
+            raise Missing(table)
+        return "; ".join(
+            f"{seeds} × {steps:,}: {n} cell{'s' if n > 1 else ''}"
+            for (steps, seeds), n in sorted(counts.items(), reverse=True)
+        )
+
     def timing_table(self, table, ops=None, models=None) -> str:
         from nalu_jax.reproduce import specs
         from nalu_jax.reproduce.specs import OP_LABELS
@@ -474,8 +490,8 @@ class Renderer(
 
     def namespace(self) -> dict:
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
-                 "arith_counts", "arith_seeds", "timing_table", "primer_table", "identity_table",
-                 "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
+                 "arith_counts", "arith_seeds", "arith_budgets", "timing_table", "primer_table",
+                 "identity_table", "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
                  "gridworld_table", "arith_tests", "table_verdict", "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
                  "cross_commit", "settled", "study")  # fmt: skip
