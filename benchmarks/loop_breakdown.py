@@ -5,9 +5,9 @@ checkpoints and the host work between them, beside the training program alone.
     python -m benchmarks.loop_breakdown --table iclr2020-hidden-size --cell mul-nmu-h10 --seeds 50
 
 A whole run goes through ``nalu_jax.run`` (the engine's loop: evaluations every
-``eval_every`` steps, checkpoints every ``checkpoint_every``) with each compiled call timed to
-completion (``jax.block_until_ready``; the loop waits for each call's losses anyway) and each
-checkpoint save timed. It prints one JSON line per case: the loop's own seed-steps/s (as
+``eval_every`` steps, checkpoints every ``checkpoint_every``) with each call (every device's
+share dispatched at once) timed to completion (``jax.block_until_ready``; the loop waits for
+each call's losses anyway) and each checkpoint save timed. It prints one JSON line per case: the loop's own seed-steps/s (as
 summary.json reports it), the seconds in training calls, evaluations, checkpoint saves and the
 rest, and the training calls' rate beside the program alone at the same config and runs
 (``tools.accelerator_check.throughput``: one compiled call of ``eval_every`` steps, timed after
@@ -59,22 +59,21 @@ def breakdown(config, workdir: str) -> dict:
 
     seconds, calls = collections.Counter(), collections.Counter()
     compile_orig, save_orig = loop.DevicePopulation.compile, checkpoint.Checkpointer.save
-    order = []  # the loop compiles the evaluation, then the training program
-
-    def timed(label, fn):
-        def call(*args):
-            t = time.perf_counter()
-            out = jax.block_until_ready(fn(*args))
-            seconds[label] += time.perf_counter() - t
-            calls[label] += 1
-            return out
-
-        return call
+    run_orig = loop.DevicePopulation.run
+    labels = {}  # the loop compiles the evaluation, then the training program (one per device)
 
     def compile_(self, fn, *args, options=None):
-        label = ("evaluate", "train")[len(order) % 2]
-        order.append(label)
-        return [timed(label, c) for c in compile_orig(self, fn, *args, options=options)]
+        compiled = compile_orig(self, fn, *args, options=options)
+        labels[id(compiled)] = ("evaluate", "train")[len(labels) % 2]
+        return compiled
+
+    def run_(compiled, *args):  # one call on every device, timed until all are done
+        t = time.perf_counter()
+        outs = jax.block_until_ready(run_orig(compiled, *args))
+        label = labels[id(compiled)]
+        seconds[label] += time.perf_counter() - t
+        calls[label] += 1
+        return outs
 
     def save(self, step, tree):
         t = time.perf_counter()
@@ -83,10 +82,12 @@ def breakdown(config, workdir: str) -> dict:
         calls["checkpoint"] += 1
 
     loop.DevicePopulation.compile, checkpoint.Checkpointer.save = compile_, save
+    loop.DevicePopulation.run = staticmethod(run_)
     try:
         summary = run(experiment_of(config), config, workdir, progress=False)
     finally:
         loop.DevicePopulation.compile, checkpoint.Checkpointer.save = compile_orig, save_orig
+        loop.DevicePopulation.run = staticmethod(run_orig)
     loop_s = float(summary["wall_time_s"]) - float(summary["compile_time_s"])
     runs, steps = int(config.num_seeds), int(config.num_steps)
     rest = loop_s - seconds["train"] - seconds["evaluate"] - seconds["checkpoint"]
