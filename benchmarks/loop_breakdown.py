@@ -7,8 +7,8 @@ checkpoints and the host work between them, beside the training program alone.
 A whole run goes through ``nalu_jax.run`` (the engine's loop: evaluations every
 ``eval_every`` steps, checkpoints every ``checkpoint_every``) with each call (every device's
 share dispatched at once) timed to completion (``jax.block_until_ready``; the loop waits for
-each call's losses anyway) and each checkpoint save timed. It prints one JSON line per case: the loop's own seed-steps/s (as
-summary.json reports it), the seconds in training calls, evaluations, checkpoint saves and the
+each call's losses anyway) and each checkpoint save timed. It prints one JSON line per case:
+the loop's own seed-steps/s (as summary.json reports it), the seconds in training calls, evaluations, checkpoint saves and the
 rest, and the training calls' rate beside the program alone at the same config and runs
 (``tools.accelerator_check.throughput``: one compiled call of ``eval_every`` steps, timed after
 a first call). On a GPU the difference between the two rates is what the loop adds.
@@ -35,12 +35,13 @@ def _config(table: str, cell: str | None, seeds: int, steps: int, every: int):
     from tools.accelerator_check import loop_config
 
     spec = specs.table(table)  # an unknown name: one sentence
-    keys = [c.key for c in specs.cells(spec)]
     if cell is None and table == DEFAULT_TABLE:
         return loop_config(False, seeds, steps, every)
+    table_cells = specs.cells(spec)
+    keys = [c.key for c in table_cells]
     if cell is None:
         raise ConfigError(f"--cell must name one of table {table}'s cells {keys}.")
-    chosen = [c for c in specs.cells(spec) if c.key == cell]
+    chosen = [c for c in table_cells if c.key == cell]
     if not chosen:
         raise ConfigError(f"--cell must be one of table {table}'s cells {keys}, got {cell!r}.")
     config = cells.configs(spec, chosen, seeds, steps)[cell]

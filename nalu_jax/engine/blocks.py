@@ -53,17 +53,26 @@ def num_settings(config) -> int:
     return count
 
 
+def _this_host():
+    """``(platform, local devices, processes)`` as JAX reports them."""
+    import jax
+
+    return jax.local_devices()[0].platform, jax.local_device_count(), jax.process_count()
+
+
+def _process_runs(config, processes) -> int:
+    """This process's share of ``config``'s runs (seeds × sweep settings), rounded up."""
+    return -(-int(config.num_seeds) * num_settings(config) // max(1, int(processes or 1)))
+
+
 def resolve_seed_block(config, *, platform=None, devices=None, processes=None):
     """Set ``config.seed_block`` to the block this process runs with and drop
     ``cpu_seed_block`` (an integer block already given stays). ``platform``, ``devices`` (local
     devices) and ``processes``: default what JAX says. Returns ``config`` (changed in place)."""
     value, cpu = config.get("seed_block", SEED_BLOCK_AUTO), config.get("cpu_seed_block")
     if value == SEED_BLOCK_AUTO and platform is None:
-        import jax
-
-        platform, devices = jax.local_devices()[0].platform, jax.local_device_count()
-        processes = jax.process_count()
-    runs = -(-int(config.num_seeds) * num_settings(config) // max(1, int(processes or 1)))
+        platform, devices, processes = _this_host()
+    runs = _process_runs(config, processes)
     block = seed_block_for(value, cpu, platform=platform, runs=runs, devices=devices or 1)
     with config.unlocked():
         del config["seed_block"]  # a copied config's field is typed as "auto" was: a str
@@ -80,15 +89,13 @@ def fit_seed_block(config, *, platform=None, devices=None, processes=None):
     the block stays, since it decides the last bits of every seed there. Returns ``config``
     (changed in place)."""
     if platform is None:
-        import jax
-
-        platform, devices = jax.local_devices()[0].platform, jax.local_device_count()
-        processes = jax.process_count()
+        platform, devices, processes = _this_host()
     block = check_seed_block(config.seed_block)
     if platform == "cpu" or block == SEED_BLOCK_AUTO:
         return config
-    runs = -(-int(config.num_seeds) * num_settings(config) // max(1, int(processes or 1)))
-    share = max(1, -(-runs // max(1, int(devices or 1))))
+    # what "auto" resolves to there for these runs: all of a device's runs in one block
+    share = seed_block_for(SEED_BLOCK_AUTO, None, platform=platform,
+                           runs=_process_runs(config, processes), devices=devices or 1)  # fmt: skip
     if share < block:
         config.seed_block = share
     return config
