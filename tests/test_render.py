@@ -156,6 +156,17 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
         "| + | Linear (merged: 3 batches at 2 commits) | 100–109 | b1d1504 (modified) | 2026-11-25"
         " | 1.0 min | 200,000 | NVIDIA H100, matmul_precision 'default' |",
     ]
+    # restricted to named cells: the other cell's batch is left out, and none named is Missing
+    _cell(root, "iclr2020-arithmetic/mul-relu", _arith_summary(0, 20, 5_000_000),
+          batches=batches[:1])  # fmt: skip
+    r = render.Renderer(str(root))
+    assert len(r.timing_table("iclr2020-arithmetic").splitlines()) == 2 + 4
+    only = r.timing_table("iclr2020-arithmetic", only=["mul-relu"]).splitlines()[2:]
+    assert only == [
+        "| × | ReLU | 0–19 | 09046a2 | 2026-11-24 | 17.8 min | 93,854 | Test CPU (2 cores) |"
+    ]
+    with pytest.raises(render.Missing):
+        r.timing_table("iclr2020-arithmetic", only=["div-nmu"])
 
 
 def test_provenance_names_the_device_and_a_precision_below_full(tmp_path):

@@ -303,7 +303,9 @@ class Renderer(
             for (steps, seeds), n in sorted(counts.items(), reverse=True)
         )
 
-    def timing_table(self, table, ops=None, models=None) -> str:
+    def timing_table(self, table, ops=None, models=None, only=None) -> str:
+        """Each committed batch of the table's cells (restricted to ``ops``/``models``, or to
+        the cell keys ``only``) with its seeds, commit, date, wall time, rate and machine."""
         from nalu_jax.reproduce import specs
         from nalu_jax.reproduce.specs import OP_LABELS
 
@@ -313,6 +315,8 @@ class Renderer(
             "|---|---|---|---|---|---|---|---|",
         ]
         for cell in specs.cells(spec, models, ops):
+            if only is not None and cell.key not in only:
+                continue
             path = f"{table}/{cell.key}"
             try:
                 batches = self.batches(path)
