@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, load_config, subprocess_env, tiny
 
 from nalu_jax.config import ConfigError, apply_overrides
-from nalu_jax.engine.blocks import resolve_seed_block, seed_block_for
+from nalu_jax.engine.blocks import padding_note, resolve_seed_block, seed_block_for
 
 #: the blocks the configs had at e7ba609, before "auto" (``git show e7ba609:configs/...``)
 CPU_BLOCKS = [
@@ -164,3 +164,33 @@ def test_an_extension_runs_its_own_seeds_in_one_block_on_an_accelerator():
     config = load_config("arithmetic", "model=nmu,op=mul,seeds=40")
     apply_overrides(config, ["seed_block=8"])
     assert fit_seed_block(config, platform="gpu", devices=1).seed_block == 8
+
+
+def test_padding_note_names_a_population_mostly_padding_and_the_block_that_fits():
+    # 5 seeds in blocks of 10 on 2 CPU devices train as 20; a block of 3 trains 6
+    note = padding_note(5, 10, 2)
+    assert note.startswith("5 runs train as 20 (blocks of 10 on each of 2 devices;")
+    assert "--config.seed_block=3 trains 6;" in note
+    # one device, 4 seeds in a block of 10: 10 trained, a block of 4 trains 4
+    assert "4 runs train as 10 (blocks of 10 on each of 1 device;" in padding_note(4, 10, 1)
+    assert "--config.seed_block=4 trains 4;" in padding_note(4, 10, 1)
+    # padding under a third of what is trained: no note (25 seeds, blocks of 13 on 2: 26)
+    assert padding_note(25, 13, 2) is None
+    assert padding_note(20, 10, 2) is None
+    assert padding_note(14, 10, 2) is None  # 20 trained, 6 of them padding (< 1/3)
+    assert padding_note(13, 10, 2) is not None  # 20 trained, 7 of them padding (>= 1/3)
+
+
+def test_a_run_of_few_seeds_in_large_blocks_says_so(tmp_path, capsys):
+    from nalu_jax.engine.run import run
+    from nalu_jax.experiments import experiment_of
+
+    config = tiny(load_config("arithmetic", "model=nac_add,op=add"), seeds=2)
+    devices = jax.local_device_count()
+    with config.unlocked():
+        del config["seed_block"]  # a str field ("auto"); an integer block
+        config.seed_block = 4
+    run(experiment_of(config), config, str(tmp_path / "w"), progress=False)
+    out = capsys.readouterr()
+    expected = padding_note(2, 4, devices)
+    assert expected is not None and expected in out.out + out.err

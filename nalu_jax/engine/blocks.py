@@ -99,3 +99,23 @@ def fit_seed_block(config, *, platform=None, devices=None, processes=None):
     if share < block:
         config.seed_block = share
     return config
+
+
+def padding_note(runs: int, block: int, devices: int) -> str | None:
+    """A sentence for a population whose padding is a third or more of what it trains: ``runs``
+    runs in blocks of ``block`` on each of ``devices`` devices train as whole blocks (the copies
+    are computed and dropped), e.g. 5 seeds in blocks of 10 on 2 CPU devices train as 20. It
+    names the block that trains the least padding. None when the padding is smaller."""
+    from nalu_jax.engine.loop import padded_size
+
+    runs, block, devices = int(runs), int(block), max(1, int(devices))
+    padded = padded_size(runs, block * devices)
+    if runs <= 0 or 3 * (padded - runs) < padded:
+        return None
+    fit = -(-runs // devices)
+    return (
+        f"{runs} runs train as {padded} (blocks of {block} on each of {devices} device"
+        f"{'s' if devices > 1 else ''}; the padding is computed and dropped): "
+        f"--config.seed_block={fit} trains {padded_size(runs, fit * devices)}; a run's last "
+        f"bits depend on its block, so keep one block for the seeds of one cell."
+    )

@@ -25,7 +25,7 @@ import numpy as np
 
 from nalu_jax.config import ConfigError, apply_precision
 from nalu_jax.engine import sweep
-from nalu_jax.engine.blocks import resolve_seed_block, seed_block_for
+from nalu_jax.engine.blocks import padding_note, resolve_seed_block, seed_block_for
 from nalu_jax.engine.loop import (  # noqa: F401  (re-exported: the loop's public names)
     Interrupted,
     PerRun,
@@ -202,8 +202,8 @@ def run(
     Everything is built and traced at ``config.matmul_precision`` (``nalu_jax.units.precision``);
     a run below full precision says so in its ``summary.json`` and ``summary.md``.
     Returns the experiment's summary dict, or ``None`` in a non-zero process of a multi-host
-    run (process 0 writes the results). ``warn_budget=False``: no budget warning (a timing
-    run's short budget is not the run a user made).
+    run (process 0 writes the results). ``warn_budget=False``: no budget warning and no
+    padding note (a timing run's short budget and few seeds are not the run a user made).
     """
     name = config.get("matmul_precision", "highest")
     with use_matmul_precision(name):
@@ -230,6 +230,9 @@ def _run(experiment, config, workdir: str, overwrite: bool, progress: bool, warn
     mine = distributed.process_slice(len(run_seed), proc)
     for pop in populations.values():  # before the workdir is claimed
         check_memory(pop, mine.stop - mine.start, config)
+    note = padding_note(mine.stop - mine.start, config.seed_block, jax.local_device_count())
+    if note is not None and warn_budget and proc.index == 0:
+        say(note)  # a few seeds in large blocks: most of what trains is padding
     prepare_workdir(workdir, config, overwrite, proc)
     try:
         previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
