@@ -170,10 +170,10 @@ def test_padding_note_names_a_population_mostly_padding_and_the_block_that_fits(
     # 5 seeds in blocks of 10 on 2 CPU devices train as 20; a block of 3 trains 6
     note = padding_note(5, 10, 2)
     assert note.startswith("5 runs train as 20 (blocks of 10 on each of 2 devices;")
-    assert "--config.seed_block=3 trains 6;" in note
+    assert "--config.seed_block=3 trains 6 (" in note
     # one device, 4 seeds in a block of 10: 10 trained, a block of 4 trains 4
     assert "4 runs train as 10 (blocks of 10 on each of 1 device;" in padding_note(4, 10, 1)
-    assert "--config.seed_block=4 trains 4;" in padding_note(4, 10, 1)
+    assert "--config.seed_block=4 trains 4 (" in padding_note(4, 10, 1)
     # padding under a third of what is trained: no note (25 seeds, blocks of 13 on 2: 26)
     assert padding_note(25, 13, 2) is None
     assert padding_note(20, 10, 2) is None

@@ -116,6 +116,6 @@ def padding_note(runs: int, block: int, devices: int) -> str | None:
     return (
         f"{runs} runs train as {padded} (blocks of {block} on each of {devices} device"
         f"{'s' if devices > 1 else ''}; the padding is computed and dropped): "
-        f"--config.seed_block={fit} trains {padded_size(runs, fit * devices)}; a run's last "
-        f"bits depend on its block, so keep one block for the seeds of one cell."
+        f"--config.seed_block={fit} trains {padded_size(runs, fit * devices)} (a run's last "
+        f"bits depend on its block)."
     )
