@@ -169,7 +169,7 @@ def test_an_extension_runs_its_own_seeds_in_one_block_on_an_accelerator():
 def test_padding_note_names_a_population_mostly_padding_and_the_block_that_fits():
     # 5 seeds in blocks of 10 on 2 CPU devices train as 20; a block of 3 trains 6
     note = padding_note(5, 10, 2)
-    assert note.startswith("5 runs train as 20 (blocks of 10 on each of 2 devices;")
+    assert note.startswith("warning: 5 runs train as 20 (blocks of 10 on each of 2 devices;")
     assert "--config.seed_block=3 trains 6 (" in note
     # one device, 4 seeds in a block of 10: 10 trained, a block of 4 trains 4
     assert "4 runs train as 10 (blocks of 10 on each of 1 device;" in padding_note(4, 10, 1)

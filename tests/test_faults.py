@@ -185,7 +185,8 @@ def test_truncated_latest_checkpoint_resumes_with_one_sentence_on_stderr(tmp_pat
     os.unlink(tmp_path / "seeds.csv")
     err = finish(tmp_path, devices=1, args=SMOKE).stderr
     kept = err.split(f"checkpoints-unusable/{step}-")[-1].split(",")[0]  # its time stamp
-    budget = "nalu_jax: warning: num_steps="  # the smoke budget ends before the λ ramp
+    # the smoke budget's warnings (it ends before the λ ramp; its few seeds are mostly padding)
+    budget = "nalu_jax: warning: "
     assert [ln for ln in err.splitlines() if not ln.startswith(budget)] == [
         f"nalu_jax: checkpoint at step {step} in {tmp_path}/checkpoints is unusable: it cannot "
         f"be read (ValueError); moved to {tmp_path}/checkpoints-unusable/{step}-{kept}, "
@@ -263,7 +264,7 @@ def test_a_failed_write_is_one_sentence_and_loses_nothing(tmp_path, monkeypatch,
             train_and_evaluate(config, str(tmp_path), progress=False)
     assert exit_info.value.code == 1
     err = capsys.readouterr().err.strip().splitlines()
-    err = [line for line in err if "warning: num_steps" not in line]  # the smoke budget's
+    err = [line for line in err if "nalu_jax: warning: " not in line]  # the smoke budget's
     assert len(err) == 1 and "No space left on device" in err[0] and "resume" in err[0]
     monkeypatch.undo()
     capsys.readouterr()

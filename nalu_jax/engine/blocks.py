@@ -106,16 +106,15 @@ def padding_note(runs: int, block: int, devices: int) -> str | None:
     runs in blocks of ``block`` on each of ``devices`` devices train as whole blocks (the copies
     are computed and dropped), e.g. 5 seeds in blocks of 10 on 2 CPU devices train as 20. It
     names the block that trains the least padding. None when the padding is smaller."""
-    from nalu_jax.engine.loop import padded_size
-
     runs, block, devices = int(runs), int(block), max(1, int(devices))
-    padded = padded_size(runs, block * devices)
+    whole = lambda b: -(-runs // (b * devices)) * b * devices  # loop.padded_size's arithmetic
+    padded = whole(block)
     if runs <= 0 or 3 * (padded - runs) < padded:
         return None
     fit = -(-runs // devices)
     return (
-        f"{runs} runs train as {padded} (blocks of {block} on each of {devices} device"
+        f"warning: {runs} runs train as {padded} (blocks of {block} on each of {devices} device"
         f"{'s' if devices > 1 else ''}; the padding is computed and dropped): "
-        f"--config.seed_block={fit} trains {padded_size(runs, fit * devices)} (a run's last "
+        f"--config.seed_block={fit} trains {whole(fit)} (a run's last "
         f"bits depend on its block)."
     )
