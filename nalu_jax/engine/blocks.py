@@ -18,7 +18,14 @@ or records it (``config.json``, committed results), so a run's config names the 
 
 from __future__ import annotations
 
+import math
+
 from nalu_jax.config import SEED_BLOCK_AUTO, ConfigError, check_seed_block
+
+
+def padded_size(num_seeds: int, block: int) -> int:
+    """Seeds rounded up to whole blocks."""
+    return math.ceil(num_seeds / block) * block
 
 
 def seed_block_for(value, cpu_seed_block, *, platform: str, runs: int, devices: int) -> int:
@@ -107,14 +114,13 @@ def padding_note(runs: int, block: int, devices: int) -> str | None:
     are computed and dropped), e.g. 5 seeds in blocks of 10 on 2 CPU devices train as 20. It
     names the block that trains the least padding. None when the padding is smaller."""
     runs, block, devices = int(runs), int(block), max(1, int(devices))
-    whole = lambda b: -(-runs // (b * devices)) * b * devices  # loop.padded_size's arithmetic
-    padded = whole(block)
+    padded = padded_size(runs, block * devices)
     if runs <= 0 or 3 * (padded - runs) < padded:
         return None
     fit = -(-runs // devices)
     return (
         f"warning: {runs} runs train as {padded} (blocks of {block} on each of {devices} device"
         f"{'s' if devices > 1 else ''}; the padding is computed and dropped): "
-        f"--config.seed_block={fit} trains {whole(fit)} (a run's last "
+        f"--config.seed_block={fit} trains {padded_size(runs, fit * devices)} (a run's last "
         f"bits depend on its block)."
     )

@@ -19,7 +19,6 @@ alone, among 1,000 others, or at any position (``tests/test_engine.py`` checks t
 from __future__ import annotations
 
 import functools
-import math
 import os
 import signal
 import sys
@@ -32,14 +31,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nalu_jax.engine.blocks import seed_block_for
+from nalu_jax.engine.blocks import padded_size, seed_block_for
 from nalu_jax.engine.train import Trainer, default_chunk, num_evaluations
 from nalu_jax.runtime.checkpoint import Checkpointer
-
-
-def padded_size(num_seeds: int, block: int) -> int:
-    """Seeds rounded up to whole blocks."""
-    return math.ceil(num_seeds / block) * block
 
 
 def pad_seed_numbers(seed_numbers, block: int) -> np.ndarray:

@@ -230,9 +230,10 @@ def _run(experiment, config, workdir: str, overwrite: bool, progress: bool, warn
     mine = distributed.process_slice(len(run_seed), proc)
     for pop in populations.values():  # before the workdir is claimed
         check_memory(pop, mine.stop - mine.start, config)
-    note = padding_note(mine.stop - mine.start, config.seed_block, jax.local_device_count())
-    if note is not None and warn_budget and proc.index == 0:
-        say(note)  # a few seeds in large blocks: most of what trains is padding
+    if warn_budget and proc.index == 0:  # a few seeds in large blocks: mostly padding
+        note = padding_note(mine.stop - mine.start, config.seed_block, jax.local_device_count())
+        if note is not None:
+            say(note)
     prepare_workdir(workdir, config, overwrite, proc)
     try:
         previous = extended_from(workdir)  # a larger num_steps goes on from these runs' checkpoints
