@@ -164,15 +164,21 @@ class Renderer(
         return "; ".join(parts)
 
     # ------------------------------------------------------------------- published tables
+    @staticmethod
+    def _cells(spec, ops=None, models=None, only=None) -> list:
+        """The table's cells in its order, restricted to ``ops``/``models``, or to the cell
+        keys ``only`` (e.g. ``"mul-nmu"``)."""
+        from nalu_jax.reproduce import specs
+
+        cells = specs.cells(spec, models, ops)
+        return cells if only is None else [c for c in cells if c.key in set(only)]
+
     def _rows(self, table, ops=None, models=None, only=None):
-        """The table's cells (restricted to ``ops``/``models``, or to the cell keys ``only``,
-        e.g. ``"mul-nmu"``), each with its committed figures and the published ones."""
+        """The table's cells (``_cells``' restriction), each with its committed figures and
+        the published ones."""
         from nalu_jax.reproduce import specs, tables
 
         spec = specs.table(table)
-        wanted = set(specs.cells(spec, models, ops))
-        if only is not None:
-            wanted = {c for c in wanted if c.key in set(only)}
         pub = tables.published(spec)
         rows = tables.collect(
             spec,
@@ -181,9 +187,7 @@ class Renderer(
         )
         keyed = {(r["op"], r["model"], r.get("range", "")): r for r in rows}
         out = []
-        for cell in specs.cells(spec, models, ops):
-            if cell not in wanted:
-                continue
+        for cell in self._cells(spec, ops, models, only):
             r = keyed.get((cell.op, cell.variant.key, ""))
             if r is None:
                 r = {"op": cell.op, "model": cell.variant.key, "paper_name": cell.variant.label,
@@ -314,9 +318,7 @@ class Renderer(
             "| op | model | seeds | commit | date | wall time | seed-steps/s | machine |",
             "|---|---|---|---|---|---|---|---|",
         ]
-        for cell in specs.cells(spec, models, ops):
-            if only is not None and cell.key not in only:
-                continue
+        for cell in self._cells(spec, ops, models, only):
             path = f"{table}/{cell.key}"
             try:
                 batches = self.batches(path)
