@@ -90,6 +90,22 @@ def test_table_cell_verdict_follows_the_rubric(tmp_path, solved, steps, sparsity
     assert nmu.endswith("| no committed data |")
 
 
+def test_a_cell_without_the_authors_seeds_shows_its_power_against_the_papers_rate(tmp_path):
+    # the gated NAU/NMU's seeds are not in the authors' per-seed file: judged by interval
+    # overlap (0/4 [0%, 49%] against the paper's 0% [0%, 4%]), and its power is shown: 4 seeds
+    # against the paper's 100 at 0% detect 43 points (h = 2.80159·√(1/4 + 1/100), sin²(h/2))
+    root = tmp_path / "results"
+    _cell(root, "iclr2020-arithmetic/div-gated_nau_nmu", _arith_summary(0, 4, 5_000_000))
+    tests = render.Renderer(str(root)).arith_tests(
+        "iclr2020-arithmetic", only=["div-gated_nau_nmu"]
+    )
+    row = tests.splitlines()[2]
+    assert row == (
+        "| ÷ | Gated NAU/NMU | 0/4 / the authors' seeds are not published | — | ≥ 43 points "
+        "(against the paper's rate) | — | — | — | reproduced |"
+    )
+
+
 def test_a_missing_cell_shows_the_papers_figures_and_only_selects_cells(tmp_path):
     table = render.Renderer(str(tmp_path)).arith_table(
         "iclr2020-arithmetic", only=["add-nau", "mul-nmu"]

@@ -45,6 +45,11 @@ def test_detectable_difference_by_hand():
     assert seedtests.detectable_difference(0.0, 20, 100) == pytest.approx(
         math.sin(h / 2) ** 2, rel=1e-4
     )
+    # 4 seeds against 100 at 0%: h = 2.80159·√(1/4 + 1/100) = 1.42853, sin²(h/2) = 0.42911
+    assert seedtests.detectable_difference(0.0, 4, 100) == pytest.approx(0.42911, abs=2e-4)
+    # no rate or no seeds: nothing to detect
+    assert math.isnan(seedtests.detectable_difference(math.nan, 4, 100))
+    assert math.isnan(seedtests.detectable_difference(0.0, 0, 100))
 
 
 def _pop(solved, solved_at=None, sparsity=None):

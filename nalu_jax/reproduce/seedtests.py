@@ -62,9 +62,12 @@ def min_mwu_p(n1: int, n2: int) -> float:
 def detectable_difference(p0: float, n1: int, n2: int, power: float = POWER) -> float:
     """The smallest |p − p0| that a two-sided test at ``LEVEL`` detects with ``power`` between
     ``n1`` and ``n2`` seeds (Cohen's h: |2·asin√p − 2·asin√p0| ≥ (z_{1−α/2} + z_power)·
-    √(1/n1 + 1/n2)); NaN when neither direction reaches a rate in [0, 1]."""
+    √(1/n1 + 1/n2)); NaN when neither direction reaches a rate in [0, 1], or ``p0`` is not a
+    rate or a seed count is not positive."""
     from scipy import stats
 
+    if not (math.isfinite(p0) and 0 <= p0 <= 1 and n1 > 0 and n2 > 0):
+        return math.nan
     h = (stats.norm.ppf(1 - LEVEL / 2) + stats.norm.ppf(power)) * math.sqrt(1 / n1 + 1 / n2)
     a0 = math.asin(math.sqrt(p0))
     found = [abs(math.sin(a) ** 2 - p0) for a in (a0 + h / 2, a0 - h / 2) if 0 <= a <= math.pi / 2]

@@ -41,6 +41,15 @@ def _p(v) -> str:
     return f"{v:.2g}" if v >= 0.001 else "< 0.001"
 
 
+def _detectable_against_paper(r) -> float:
+    """The success difference Fisher's test would detect with 80% power between our seeds and
+    the paper's seed count at the paper's rate (row ``r``; NaN where either is not given)."""
+    rate, n = r.get("published_success_rate"), r.get("published_num_seeds")
+    if rate is None or n is None or not (math.isfinite(rate) and math.isfinite(n)):
+        return math.nan
+    return seedtests.detectable_difference(float(rate), int(r["num_seeds"]), int(n))
+
+
 class VerdictFunctions:
     """Template functions for verdicts (mixed into the renderer)."""
 
@@ -81,9 +90,12 @@ class VerdictFunctions:
             op = OP_LABELS.get(r["op"], r["op"])
             c = self._tests(table, r)
             overlap = self.cell_verdict(spec, r)
-            if c is None:
-                lines.append(f"| {op} | {r['paper_name']} | the authors' seeds are not "
-                             f"published | — | — | — | — | — | {overlap} |")  # fmt: skip
+            if c is None:  # judged by interval overlap; its power against the paper's rate
+                d = _detectable_against_paper(r)
+                power = "—" if not math.isfinite(d) else f"≥ {100 * d:.0f} points (against the paper's rate)"  # fmt: skip
+                lines.append(f"| {op} | {r['paper_name']} | {r['solved']}/{r['num_seeds']} / the "
+                             f"authors' seeds are not published | — | {power} | — | — | — | "
+                             f"{overlap} |")  # fmt: skip
                 continue
 
             def mwu(name, c=c):
