@@ -63,3 +63,19 @@ def test_lr_is_a_traced_sweep_axis_like_the_other_experiments(tmp_path):
     assert swept == open(tmp_path / "alone" / "seeds.csv").read()  # seed k: same numbers
     first = open(tmp_path / "sweep" / "settings" / "000" / "seeds.csv").read()
     assert first != swept
+
+
+def test_median_curve_leaves_a_point_no_live_seed_holds_as_a_gap_without_a_warning():
+    import warnings
+
+    import numpy as np
+
+    from nalu_jax.experiments.identity import _median_curve
+
+    errors = np.array([[1.0, np.inf, 3.0], [2.0, np.nan, 5.0], [9.0, 9.0, 9.0]])
+    r = {"errors": errors, "diverged": np.array([False, False, True])}  # the third diverged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        curve = _median_curve(r)
+    np.testing.assert_array_equal(curve[[0, 2]], [1.5, 4.0])  # medians of the two live seeds
+    assert np.isnan(curve[1])

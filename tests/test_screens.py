@@ -65,6 +65,18 @@ def test_curves_png_names_its_bands(monkeypatch):
     assert sum("25%–75%" in label for label in labels) == 2  # interpolation and extrapolation
 
 
+def test_curves_png_draws_an_evaluation_no_seed_survived_as_a_gap_without_a_warning():
+    import warnings
+
+    # the second evaluation: every seed's MSE overflowed (the gated NAU/NMU's at 5·10⁶ steps)
+    mse = np.array([[1.0, 2.0], [np.inf, np.nan], [0.5, 0.25]])
+    history = {"step": np.arange(3) * 500.0, "valid_mse": mse, "test_mse": mse}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        data = plots.curves_png(history, 3, 0.5, lambda v, t, th: np.zeros(3), "gated")
+    assert matplotlib.image.imread(io.BytesIO(data)).ndim == 3
+
+
 def _row(model, setting, solved_at, sparsity, values=None):
     return {"model": model, "setting": setting, "setting_values": values or {}, "solved": 1,
             "num_seeds": 2, "success_rate": 0.5, "success_interval": (0.1, 0.9),
