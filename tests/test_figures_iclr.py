@@ -241,6 +241,22 @@ def test_a_ratio_figure_is_one_cell_per_model_its_points_the_settings(tmp_path):
     assert ns["figure_solved"]("iclr2020-overlap") == "14 of 60 seeds"  # 4 + 9 + 1 of 6 × 10
 
 
+def test_a_sweep_figures_column_at_other_steps_than_the_rest_says_its_steps(tmp_path):
+    # the λ̂ figure: × NMU past its ramp (5·10⁶), + and − NAU at 5·10⁵, one program per cell
+    root = tmp_path / "results"
+    for key, steps in (("mul-nmu", 5_000_000), ("add-nau", 500_000), ("sub-nau", 500_000)):
+        parts = [_summary(1, 10, steps) | {"setting_values": {"reg_scale": v}}
+                 for v in (0.0, 0.01, 0.1, 1.0, 10.0, 100.0)]  # fmt: skip
+        _commit(root, f"iclr2020-lambda/{key}", {"settings": parts}, 10, steps)
+    ns = render.Renderer(str(root)).namespace()
+    assert ns["figure_table"]("iclr2020-lambda", op="mul").splitlines()[0] == (
+        "| λ̂_sparse (×) | NMU (5·10⁶ steps) |"
+    )
+    assert (
+        ns["figure_table"]("iclr2020-lambda", op="add").splitlines()[0] == "| λ̂_sparse (+) | NAU |"
+    )
+
+
 def test_appendix_c_published_rows_name_their_source():
     from nalu_jax.reproduce import tables
 

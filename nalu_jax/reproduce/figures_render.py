@@ -85,7 +85,9 @@ class FigureFunctions:
         Missing = self.Missing
         spec = specs.table(name)
         variants = self._cells(spec, op)
-        head = [f"{spec.axis.label} ({OP_LABELS.get(op, op)})"] + [v.label for v in variants]
+        head = [f"{spec.axis.label} ({OP_LABELS.get(op, op)})"] + [
+            v.label + self._sweep_steps_note(spec, f"{op}-{v.key}") for v in variants
+        ]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         found = False
         # a figure whose points are cells of their own: a cell run at another budget than most
@@ -112,6 +114,22 @@ class FigureFunctions:
         if not found:
             raise Missing(name)
         return "\n".join(lines)
+
+    def _sweep_steps_note(self, spec, key) -> str:
+        """A figure whose points are one program per cell: " (5·10⁵ steps)" after the column
+        of cell ``key`` when the committed cells ran different numbers of steps and this one
+        not the most common (ties: the smaller), else ""."""
+        if not spec.axis.sweep:
+            return ""
+        try:
+            committed = self._committed(spec)
+        except self.Missing:
+            return ""
+        steps = {p: self._num_steps(p) for p, _, _ in committed}
+        counts = Counter(steps.values())
+        usual = min(counts, key=lambda n: (-counts[n], n))
+        mine = steps.get(f"{spec.name}/{key}", usual)
+        return "" if mine == usual else f" ({_steps(mine)} steps)"
 
     def _fractions(self, spec) -> dict:
         """``{cell path: fraction of the paper's seed-steps}`` of the committed cells (rounded,
@@ -145,8 +163,12 @@ class FigureFunctions:
         if spec.axis.steps:
             steps = spec.axis.steps[spec.axis.keys.index(cell.point)]
         seeds = int(s.get("num_seeds") or s["settings"][0]["num_seeds"])
-        return (seeds * int(s.get("num_steps") or s["settings"][0]["num_steps"])
-                / (spec.num_seeds * steps))  # fmt: skip
+        return seeds * self._num_steps(path) / (spec.num_seeds * steps)
+
+    def _num_steps(self, path) -> int:
+        """The steps committed cell ``path`` ran (a sweep cell: its settings')."""
+        s = self.r.summary(path)
+        return int(s.get("num_steps") or s["settings"][0]["num_steps"])
 
     def fraction(self, name, reads=None) -> float:
         """The smallest fraction of the paper's seed-steps any committed cell ran (per point
