@@ -257,6 +257,23 @@ def test_a_sweep_figures_column_at_other_steps_than_the_rest_says_its_steps(tmp_
     )
 
 
+def test_a_figure_table_with_measures_gives_solved_at_and_sparsity_error(tmp_path):
+    root = tmp_path / "results"
+    measured = {"solved_at_median": 1438000.0, "sparsity_error_mean": 5.484788e-07}
+    parts = [_summary(9, 10, 5_000_000) | {"setting_values": {"reg_scale": v}} | measured
+             for v in (0.0, 0.01, 0.1, 1.0, 10.0)]  # fmt: skip
+    parts.append(_summary(0, 10, 5_000_000) | {"setting_values": {"reg_scale": 100.0},
+                 "solved_at_median": None, "sparsity_error_mean": float("nan")})  # fmt: skip
+    _commit(root, "iclr2020-lambda/mul-nmu", {"settings": parts}, 10, 5_000_000)
+    rows = (
+        render.Renderer(str(root))
+        .namespace()["figure_table"]("iclr2020-lambda", op="mul", measures=True)
+        .splitlines()
+    )
+    assert rows[6] == "| 10 | 9/10 [60%, 98%]; solved at 1.44e+06, sparsity error 5.48e-07 |"
+    assert rows[7] == "| 100 | 0/10 [0%, 28%]; solved at —, sparsity error — |"  # none solved
+
+
 def test_appendix_c_published_rows_name_their_source():
     from nalu_jax.reproduce import tables
 

@@ -13,6 +13,7 @@ or ``results/<name>/<op>-<model>-<point>`` (one program per point).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from nalu_jax.config import as_tuples
@@ -22,6 +23,11 @@ from nalu_jax.reproduce.specs import OP_LABELS
 
 def _pct(v) -> str:
     return f"{100 * v:.0f}%"
+
+
+def _measure(v) -> str:
+    """A solved seeds' statistic, "—" where no seed solved."""
+    return "—" if v is None or not math.isfinite(float(v)) else f"{float(v):.3g}"
 
 
 def _steps(n: int) -> str:
@@ -79,7 +85,10 @@ class FigureFunctions:
         return [v for v in spec.variants
                 if spec.models_by_op is None or v.key in spec.models_by_op[op]]  # fmt: skip
 
-    def figure_table(self, name, op="mul") -> str:
+    def figure_table(self, name, op="mul", measures=False) -> str:
+        """Figure ``name``'s points (rows) × models (columns) on ``op``: seeds solved and their
+        Wilson interval; ``measures``: each also with the solved seeds' median solved-at step
+        and mean sparsity error (the figure's other two panels)."""
         from nalu_jax.reproduce import specs
 
         Missing = self.Missing
@@ -109,6 +118,9 @@ class FigureFunctions:
                 path = f"{spec.name}/{op}-{v.key}-{spec.axis.keys[i]}" if fractions else ""
                 if fractions.get(path, usual) != usual:
                     text += f" ({_steps(s['num_steps'])} steps)"
+                if measures:
+                    text += (f"; solved at {_measure(s.get('solved_at_median'))}, sparsity "
+                             f"error {_measure(s.get('sparsity_error_mean'))}")  # fmt: skip
                 row.append(text)
             lines.append("| " + " | ".join(row) + " |")
         if not found:
