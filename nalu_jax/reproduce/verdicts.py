@@ -92,7 +92,9 @@ class VerdictFunctions:
             overlap = self.cell_verdict(spec, r)
             if c is None:  # judged by interval overlap; its power against the paper's rate
                 d = _detectable_against_paper(r)
-                power = "—" if not math.isfinite(d) else f"≥ {100 * d:.0f} points (against the paper's rate)"  # fmt: skip
+                power = "—"
+                if math.isfinite(d):
+                    power = f"≥ {100 * d:.0f} points (against the paper's rate)"
                 lines.append(f"| {op} | {r['paper_name']} | {r['solved']}/{r['num_seeds']} / the "
                              f"authors' seeds are not published | — | {power} | — | — | — | "
                              f"{overlap} |")  # fmt: skip
