@@ -17,7 +17,9 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu"}
+#: faulthandler on: a process that outlives its deadline is sent SIGABRT, and every thread's
+#: stack comes back in the failure
+ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONFAULTHANDLER": "1"}
 
 
 def _start(args):
@@ -36,7 +38,12 @@ def _wait(proc, ready, what):
 
 def _one_sentence(proc, sig):
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=300)
+    try:
+        _, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=60)
+        pytest.fail(f"still running 300 s after signal {sig}; its threads:\n{err[-8000:]}")
     assert proc.returncode == 128 + sig, err[-2000:]
     assert "Traceback" not in err, err[-2000:]
     errors = [ln for ln in err.splitlines() if ln.startswith("nalu_jax: error")]
