@@ -30,6 +30,12 @@ def _measure(v) -> str:
     return "—" if v is None or not math.isfinite(float(v)) else f"{float(v):.3g}"
 
 
+def _usual(values):
+    """The most common of ``values`` (ties: the smallest); None when there are none."""
+    counts = Counter(values)
+    return min(counts, key=lambda v: (-counts[v], v)) if counts else None
+
+
 def _steps(n: int) -> str:
     """``2·10⁶`` for 2,000,000, ``25,000`` where no power of ten is shorter."""
     exp = len(str(n)) - len(str(n).rstrip("0"))
@@ -94,16 +100,21 @@ class FigureFunctions:
         Missing = self.Missing
         spec = specs.table(name)
         variants = self._cells(spec, op)
-        head = [f"{spec.axis.label} ({OP_LABELS.get(op, op)})"] + [
-            v.label + self._sweep_steps_note(spec, f"{op}-{v.key}") for v in variants
-        ]
+        # a cell run at another budget than most of the figure's says its steps: at each point
+        # where the points are cells of their own, in its column's head where a model's points
+        # are one program (one cell)
+        fractions = {} if spec.axis.sweep else self._fractions(spec)
+        usual = _usual(fractions.values())
+        cell_steps = self._steps_by_cell(spec) if spec.axis.sweep else {}
+        usual_steps = _usual(cell_steps.values())
+
+        def column(v):
+            n = cell_steps.get(f"{spec.name}/{op}-{v.key}", usual_steps)
+            return v.label + ("" if n == usual_steps else f" ({_steps(n)} steps)")
+
+        head = [f"{spec.axis.label} ({OP_LABELS.get(op, op)})"] + [column(v) for v in variants]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         found = False
-        # a figure whose points are cells of their own: a cell run at another budget than most
-        # says its steps
-        fractions = {} if spec.axis.sweep else self._fractions(spec)
-        counts = Counter(fractions.values())
-        usual = min(counts, key=lambda f: (-counts[f], f)) if counts else None  # ties: smaller
         for i, value in enumerate(spec.axis.points):
             row = [_point_label(spec.axis, value)]
             for v in variants:
@@ -127,22 +138,6 @@ class FigureFunctions:
             raise Missing(name)
         return "\n".join(lines)
 
-    def _sweep_steps_note(self, spec, key) -> str:
-        """A figure whose points are one program per cell: " (5·10⁵ steps)" after the column
-        of cell ``key`` when the committed cells ran different numbers of steps and this one
-        not the most common (ties: the smaller), else ""."""
-        if not spec.axis.sweep:
-            return ""
-        try:
-            committed = self._committed(spec)
-        except self.Missing:
-            return ""
-        steps = {p: self._num_steps(p) for p, _, _ in committed}
-        counts = Counter(steps.values())
-        usual = min(counts, key=lambda n: (-counts[n], n))
-        mine = steps.get(f"{spec.name}/{key}", usual)
-        return "" if mine == usual else f" ({_steps(mine)} steps)"
-
     def _fractions(self, spec) -> dict:
         """``{cell path: fraction of the paper's seed-steps}`` of the committed cells (rounded,
         so that equal budgets compare equal); none committed: empty."""
@@ -151,6 +146,14 @@ class FigureFunctions:
         except self.Missing:
             return {}
         return {p: round(self._cell_fraction(spec, p, c), 12) for p, c, _ in committed}
+
+    def _steps_by_cell(self, spec) -> dict:
+        """``{cell path: steps it ran}`` of the committed cells; none committed: empty."""
+        try:
+            committed = self._committed(spec)
+        except self.Missing:
+            return {}
+        return {p: self._num_steps(p) for p, _, _ in committed}
 
     def _committed(self, spec):
         """``[(cell path, point index or None, provenance batches)]`` of the committed cells."""
