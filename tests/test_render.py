@@ -106,6 +106,17 @@ def test_a_cell_without_the_authors_seeds_shows_its_power_against_the_papers_rat
     )
 
 
+def test_table1_and_appendix_c_others_split_the_add_sub_mul_cells():
+    from nalu_jax.reproduce import specs
+
+    others = specs.appendix_c_others()
+    spec = specs.table("iclr2020-arithmetic")
+    every = [c.key for c in specs.cells(spec, ops=("mul", "add", "sub"))]
+    assert len(specs.TABLE1_CELLS) == 11 and len(others) == 22  # 3 ops × 11 models
+    assert sorted([*specs.TABLE1_CELLS, *others]) == sorted(every)
+    assert "mul-gated_nau_nmu" in others and "sub-nmu" in others and "mul-nmu" not in others
+
+
 def test_a_missing_cell_shows_the_papers_figures_and_only_selects_cells(tmp_path):
     table = render.Renderer(str(tmp_path)).arith_table(
         "iclr2020-arithmetic", only=["add-nau", "mul-nmu"]

@@ -19,7 +19,9 @@ Functions (all read ``results/``):
   ``stat(cell, key, setting=None, digits=3)``      any summary value, formatted
   ``arith_table(table, ops=None, models=None, only=None)``  a published arithmetic table, ours
                                                    beside the paper's, a verdict per cell (``only``:
-                                                   cell keys such as "mul-nmu")
+                                                   cell keys such as "mul-nmu"; ``TABLE1``: ICLR
+                                                   2020 Table 1's 11, ``APPC_OTHERS``: App. C's
+                                                   other models on +, −, ×)
   ``arith_counts(table, ops=None, models=None, only=None)``  "7 of 11 cells reproduced, …"
   ``arith_seeds(table, ops=None, models=None, only=None)``   "100 seeds: × NMU, + NAU; 20 seeds: …"
   ``primer_table(ops)``                            single-module success per range
@@ -501,10 +503,12 @@ class Renderer(
                  "gridworld_table", "arith_tests", "table_verdict", "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
                  "cross_commit", "settled", "study")  # fmt: skip
-        from nalu_jax.reproduce import figures_render, render_nalu
+        from nalu_jax.reproduce import figures_render, render_nalu, specs
 
         return {
             **{n: getattr(self, n) for n in names},
+            "TABLE1": list(specs.TABLE1_CELLS),  # cell keys for only=
+            "APPC_OTHERS": list(specs.appendix_c_others()),
             **figures_render.functions(self),
             **render_nalu.functions(self, Missing, NO_DATA),
         }

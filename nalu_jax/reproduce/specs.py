@@ -155,6 +155,12 @@ _PRIMER = (
     "(arXiv:2101.09530)"
 )
 
+#: ICLR 2020 Table 1's cells of ``iclr2020-arithmetic`` (§4.1): × NAC•, NALU, NMU; + and −
+#: NAC₊, Linear, NALU, NAU. The table's other cells are App. C's all-models table.
+TABLE1_CELLS = ("mul-nac_mul", "mul-nalu", "mul-nmu",
+                "add-nac_add", "add-linear", "add-nalu", "add-nau",
+                "sub-nac_add", "sub-linear", "sub-nalu", "sub-nau")  # fmt: skip
+
 TABLES: dict[str, TableSpec] = {
     "iclr2020-arithmetic": TableSpec(
         "iclr2020-arithmetic", "arithmetic", ("mul", "div", "add", "sub", "root", "squared"),
@@ -405,3 +411,9 @@ def _set_point(spec: TableSpec, cell: Cell, c, num_steps) -> None:
     if axis.steps:
         steps = axis.steps[i] * (int(num_steps) / spec.num_steps if num_steps else 1)
         c.num_steps = max(int(steps) // c.eval_every, 1) * c.eval_every
+
+
+def appendix_c_others() -> tuple[str, ...]:
+    """App. C's cells on +, −, × beyond Table 1's (``TABLE1_CELLS``): the other models there."""
+    spec = TABLES["iclr2020-arithmetic"]
+    return tuple(c.key for c in cells(spec, ops=("mul", "add", "sub")) if c.key not in TABLE1_CELLS)
