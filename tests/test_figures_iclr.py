@@ -274,6 +274,36 @@ def test_a_figure_table_with_measures_gives_solved_at_and_sparsity_error(tmp_pat
     assert rows[7] == "| 100 | 0/10 [0%, 28%]; solved at —, sparsity error — |"  # none solved
 
 
+def test_best_steps_are_counted_against_each_cells_ramp(tmp_path):
+    # × NMU ramps over 10⁶ → 2·10⁶, + NAU over 5·10³ → 5·10⁴ (nalu_jax.models); a config's
+    # train.reg_start / reg_end replace the model's; an unsolved seed is not counted
+    root = tmp_path / "results"
+    best = {  # per cell and λ̂: (solved, best_step) per seed
+        "mul-nmu": [(1, 1_000_000), (1, 1_500_000), (1, 2_000_000), (0, 10)],
+        "add-nau": [(1, 5_000), (1, 5_001), (1, 49_999), (1, 50_000)],
+        "sub-nau": [(1, 5_000), (1, 60_000), (1, 70_000), (0, 80_000)],
+    }
+    train = {"sub-nau": {"reg_start": 65_000, "reg_end": 70_000}}
+    for key, seeds in best.items():
+        lambdas = (0.0, 0.01, 0.1, 1.0, 10.0, 100.0)
+        parts = [_summary(sum(k for k, _ in seeds), 4, 5_000_000)
+                 | {"setting_values": {"reg_scale": v}} for v in lambdas]  # fmt: skip
+        _commit(root, f"iclr2020-lambda/{key}", {"settings": parts}, 4, 5_000_000)
+        d = root / "iclr2020-lambda" / key
+        for h in range(len(lambdas)):
+            (d / "settings" / f"{h:03d}").mkdir(parents=True)
+            rows = ["seed,solved,best_step"] + [f"{i},{k},{t}" for i, (k, t) in enumerate(seeds)]
+            (d / "settings" / f"{h:03d}" / "seeds.csv").write_text("\n".join(rows) + "\n")
+        config = {"model": {"name": key.split("-")[1]}, "train": train.get(key, {})}
+        (d / "config.json").write_text(json.dumps(config))
+    table = render.Renderer(str(root)).namespace()["figure_best_steps"]
+    rows = table("iclr2020-lambda", ops=("mul", "add", "sub")).splitlines()
+    assert rows[0] == "| λ̂_sparse | × NMU | + NAU | − NAU |"
+    assert rows[2] == "| 0 | 1 / 1 / 1 | 1 / 2 / 1 | 2 / 0 / 1 |"
+    assert rows[7] == "| 100 | 1 / 1 / 1 | 1 / 2 / 1 | 2 / 0 / 1 |"
+    assert table("iclr2020-lambda").splitlines()[0] == "| λ̂_sparse | + NAU | − NAU | × NMU |"
+
+
 def test_appendix_c_published_rows_name_their_source():
     from nalu_jax.reproduce import tables
 

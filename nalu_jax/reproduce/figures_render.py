@@ -6,6 +6,7 @@ figure as a table of success per point and model, its committed budget, and its 
                                      and machine
   ``figure_verdict(name)``           the rubric applied to the paper's claim (``CLAIMS``)
   ``figure_solved(name)``            seeds solved over every committed point: "3 of 360 seeds"
+  ``figure_best_steps(name)``        the solved seeds' best steps against R_sparse's ramp
 
 A figure's cell is ``results/<name>/<op>-<model>`` (its points are one program's sweep settings)
 or ``results/<name>/<op>-<model>-<point>`` (one program per point).
@@ -14,9 +15,11 @@ or ``results/<name>/<op>-<model>-<point>`` (one program per point).
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 
 from nalu_jax.config import as_tuples
+from nalu_jax.reproduce import results as results_lib
 from nalu_jax.reproduce.figures_iclr import CLAIMS
 from nalu_jax.reproduce.specs import OP_LABELS
 
@@ -70,13 +73,20 @@ class FigureFunctions:
 
     def _point_summary(self, spec, cell_key: str, i: int) -> dict:
         """The summary of point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``."""
+        return self._point(spec, cell_key, i)[0]
+
+    def _point(self, spec, cell_key: str, i: int) -> tuple[dict, str]:
+        """Point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``: its summary and the
+        directory of its ``seeds.csv`` (a sweep's ``settings/NNN``, in the summary's order)."""
         Missing = self.Missing
 
         axis = spec.axis
         if not axis.sweep:
-            return self.r.summary(f"{spec.name}/{cell_key}-{axis.keys[i]}")
+            path = f"{spec.name}/{cell_key}-{axis.keys[i]}"
+            return self.r.summary(path), self.r._dir(path)
         want = axis.points[i]
-        for part in self.r.summary(f"{spec.name}/{cell_key}").get("settings", []):
+        path = f"{spec.name}/{cell_key}"
+        for h, part in enumerate(self.r.summary(path).get("settings", [])):
             values = part.get("setting_values", {})
             got = (
                 (as_tuples(values.get("interpolation_range")),
@@ -84,7 +94,7 @@ class FigureFunctions:
                 if axis.sweep == "range_pair" else values.get(axis.sweep)
             )  # fmt: skip
             if got == as_tuples(want):
-                return part
+                return part, os.path.join(self.r._dir(path), "settings", f"{h:03d}")
         raise Missing(f"{spec.name}/{cell_key} point {_point_label(axis, want)}")
 
     def _cells(self, spec, op):
@@ -137,6 +147,58 @@ class FigureFunctions:
         if not found:
             raise Missing(name)
         return "\n".join(lines)
+
+    def figure_best_steps(self, name, ops=None) -> str:
+        """Where the solved seeds' best validation steps (the step their sparsity error is read
+        at) fall against R_sparse's ramp, per point (rows) and cell (columns, of ``ops``, every
+        op by default): "b / i / a" seeds at or before the ramp's start, inside it, at or after
+        its end."""
+        from nalu_jax.reproduce import specs
+
+        Missing = self.Missing
+        spec = specs.table(name)
+        columns = [(op, v) for op in ops or spec.ops for v in self._cells(spec, op)]
+        head = [spec.axis.label] + [f"{OP_LABELS.get(op, op)} {v.label}" for op, v in columns]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        found = False
+        for i, value in enumerate(spec.axis.points):
+            row = [_point_label(spec.axis, value)]
+            for op, v in columns:
+                try:
+                    part, where = self._point(spec, f"{op}-{v.key}", i)
+                except Missing:
+                    row.append("—")
+                    continue
+                found = True
+                start, end = self._ramp(where, part.get("setting_values", {}))
+                steps = [int(r["best_step"])
+                         for r in results_lib.read_csv(os.path.join(where, "seeds.csv"))
+                         if int(r["solved"])]  # fmt: skip
+                before = sum(t <= start for t in steps)
+                after = sum(t >= end for t in steps)
+                row.append(f"{before} / {len(steps) - before - after} / {after}")
+            lines.append("| " + " | ".join(row) + " |")
+        if not found:
+            raise Missing(name)
+        return "\n".join(lines)
+
+    def _ramp(self, where, values) -> tuple[float, float]:
+        """R_sparse's ramp (first and last iteration) of the population in ``where`` (a cell or
+        a sweep setting's directory) with setting ``values``: the setting's, else the cell
+        config's ``train.reg_start``/``reg_end``, else its model's (``nalu_jax.models``)."""
+        from nalu_jax.models import MODELS
+
+        cell = os.path.dirname(os.path.dirname(where)) if values else where
+        config = results_lib.read_json(os.path.join(cell, "config.json"))
+        model = MODELS.get(config["model"]["name"])
+
+        def one(key):
+            for v in (values.get(key), config["train"].get(key), getattr(model, key, None)):
+                if v is not None:
+                    return float(v)
+            raise self.Missing(f"{cell}: {key}")
+
+        return one("reg_start"), one("reg_end")
 
     def _fractions(self, spec) -> dict:
         """``{cell path: fraction of the paper's seed-steps}`` of the committed cells (rounded,
@@ -287,4 +349,4 @@ class FigureFunctions:
 def functions(renderer) -> dict:
     f = FigureFunctions(renderer)
     return {n: getattr(f, n) for n in ("figure_table", "figure_budget", "figure_verdict",
-                                       "figure_claim", "figure_solved")}  # fmt: skip
+                                       "figure_claim", "figure_solved", "figure_best_steps")}  # fmt: skip
