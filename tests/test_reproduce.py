@@ -232,6 +232,26 @@ def test_single_module_rows_per_range_and_the_pivot(tmp_path):
     assert "published success" not in md
 
 
+def test_the_header_counts_each_cell_and_its_programs_wall_time_once(tmp_path):
+    # every sweep setting's summary carries its program's wall time (60 s here); a per-point
+    # figure's cells share op and model but are programs of their own
+    lam = specs.table("iclr2020-lambda")
+    settings = [fake_summary(5, setting_values={"reg_scale": v}) for v in (0.0, 0.01, 0.1)]
+    write_summary(tmp_path / "lam", "mul-nmu", {"settings": settings})
+    md = tables.markdown(lam, tables.collect(lam, str(tmp_path / "lam")))
+    assert "Cells measured: 1; training wall time 1.0 min on " in md
+    hidden = specs.table("iclr2020-hidden-size")
+    for key in ("mul-nmu-h2", "mul-nmu-h4"):
+        write_summary(tmp_path / "hidden", key, fake_summary(5))
+    md = tables.markdown(hidden, tables.collect(hidden, str(tmp_path / "hidden")))
+    assert "Cells measured: 2; training wall time 2.0 min on " in md
+    single = specs.table("primer-single-module")
+    ranges = [fake_summary(k, 25, 50_000, setting_values={"range_index": k}) for k in (1, 2)]
+    write_summary(tmp_path / "single", "mul-nmu", {"settings": ranges})
+    md = tables.markdown(single, tables.collect(single, str(tmp_path / "single")))
+    assert "Cells measured: 1; training wall time 1.0 min on " in md
+
+
 def test_published_sparsity_estimator_per_row():
     pub = tables.published(specs.table("iclr2020-arithmetic"))
     # symmetric published intervals are the analysis' sample-mean fallback, the rest its fit
