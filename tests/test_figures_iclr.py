@@ -257,6 +257,18 @@ def test_a_sweep_figures_column_at_other_steps_than_the_rest_says_its_steps(tmp_
     )
 
 
+def test_a_figure_at_the_papers_budget_says_100_percent(tmp_path):
+    root = tmp_path / "results"
+    for key in ("mul-nmu", "add-nau", "sub-nau"):
+        parts = [_summary(20, 25, 5_000_000) | {"setting_values": {"reg_scale": v}}
+                 for v in (0.0, 0.01, 0.1, 1.0, 10.0, 100.0)]  # fmt: skip
+        _commit(root, f"iclr2020-lambda/{key}", {"settings": parts}, 25, 5_000_000)
+    assert render.Renderer(str(root)).namespace()["figure_budget"]("iclr2020-lambda") == (
+        "3 of 3 cells, 2.25e+09 seed-steps of the paper's 2.25e+09 (100%), 6.0 min on Test CPU, "
+        "2 cores"
+    )
+
+
 def test_a_figure_table_with_measures_gives_solved_at_and_sparsity_error(tmp_path):
     root = tmp_path / "results"
     measured = {"solved_at_median": 1438000.0, "sparsity_error_mean": 5.484788e-07}

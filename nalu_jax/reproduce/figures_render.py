@@ -28,6 +28,12 @@ def _pct(v) -> str:
     return f"{100 * v:.0f}%"
 
 
+def _percent(v) -> str:
+    """A share in percent to two significant digits: "0.39%", "40%", and "100%", not "1e+02%"."""
+    text = f"{v:.2g}"
+    return f"{v:.0f}%" if "e" in text else f"{text}%"
+
+
 def _measure(v) -> str:
     """A solved seeds' statistic, "—" where no seed solved."""
     return "—" if v is None or not math.isfinite(float(v)) else f"{float(v):.3g}"
@@ -285,7 +291,7 @@ class FigureFunctions:
             full += num_runs(c) * int(c.num_steps)
         times = "; ".join(f"{s / 60:.1f} min on {w}" for w, s in sorted(wall.items()))
         return (f"{len(committed)} of {len(specs.cells(spec))} cells, {done:.3g} seed-steps of "
-                f"the paper's {full:.3g} ({100 * done / full:.2g}%), {times}")  # fmt: skip
+                f"the paper's {full:.3g} ({_percent(100 * done / full)}), {times}")  # fmt: skip
 
     def figure_verdict(self, name) -> str:
         """The rubric on the paper's claim (``CLAIMS``): "reproduced" when our seeds satisfy it
