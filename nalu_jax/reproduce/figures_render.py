@@ -81,15 +81,17 @@ class FigureFunctions:
         """The summary of point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``."""
         return self._point(spec, cell_key, i)[0]
 
-    def _point(self, spec, cell_key: str, i: int) -> tuple[dict, str]:
-        """Point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``: its summary and the
-        directory of its ``seeds.csv`` (a sweep's ``settings/NNN``, in the summary's order)."""
+    def _point(self, spec, cell_key: str, i: int) -> tuple[dict, str, str]:
+        """Point ``i`` of ``cell_key`` (OP-MODEL) in figure ``spec``: its summary, its cell's
+        directory and that of its ``seeds.csv`` (a sweep's ``settings/NNN``, in the summary's
+        order; else the cell's)."""
         Missing = self.Missing
 
         axis = spec.axis
         if not axis.sweep:
             path = f"{spec.name}/{cell_key}-{axis.keys[i]}"
-            return self.r.summary(path), self.r._dir(path)
+            cell = self.r._dir(path)
+            return self.r.summary(path), cell, cell
         want = axis.points[i]
         path = f"{spec.name}/{cell_key}"
         for h, part in enumerate(self.r.summary(path).get("settings", [])):
@@ -100,12 +102,34 @@ class FigureFunctions:
                 if axis.sweep == "range_pair" else values.get(axis.sweep)
             )  # fmt: skip
             if got == as_tuples(want):
-                return part, os.path.join(self.r._dir(path), "settings", f"{h:03d}")
+                cell = self.r._dir(path)
+                return part, cell, os.path.join(cell, "settings", f"{h:03d}")
         raise Missing(f"{spec.name}/{cell_key} point {_point_label(axis, want)}")
 
     def _cells(self, spec, op):
         return [v for v in spec.variants
                 if spec.models_by_op is None or v.key in spec.models_by_op[op]]  # fmt: skip
+
+    def _grid(self, spec, head, columns, text) -> str:
+        """Figure ``spec``'s markdown table: ``head``, then a row per point of its axis with,
+        per column ``(op, variant)``, ``text(op, variant, i, summary, cell dir, seeds dir)``
+        of point ``i`` ("—" where it is not committed); ``Missing`` where no point is."""
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        found = False
+        for i, value in enumerate(spec.axis.points):
+            row = [_point_label(spec.axis, value)]
+            for op, v in columns:
+                try:
+                    point = self._point(spec, f"{op}-{v.key}", i)
+                except self.Missing:
+                    row.append("—")
+                    continue
+                found = True
+                row.append(text(op, v, i, *point))
+            lines.append("| " + " | ".join(row) + " |")
+        if not found:
+            raise self.Missing(spec.name)
+        return "\n".join(lines)
 
     def figure_table(self, name, op="mul", measures=False) -> str:
         """Figure ``name``'s points (rows) × models (columns) on ``op``: seeds solved and their
@@ -113,7 +137,6 @@ class FigureFunctions:
         and mean sparsity error (the figure's other two panels)."""
         from nalu_jax.reproduce import specs
 
-        Missing = self.Missing
         spec = specs.table(name)
         variants = self._cells(spec, op)
         # a cell run at another budget than most of the figure's says its steps: at each point
@@ -128,31 +151,19 @@ class FigureFunctions:
             n = cell_steps.get(f"{spec.name}/{op}-{v.key}", usual_steps)
             return v.label + ("" if n == usual_steps else f" ({_steps(n)} steps)")
 
+        def text(op, v, i, s, _cell, _seeds):
+            lo, hi = s["success_interval"]
+            out = f"{s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]"
+            path = f"{spec.name}/{op}-{v.key}-{spec.axis.keys[i]}" if fractions else ""
+            if fractions.get(path, usual) != usual:
+                out += f" ({_steps(s['num_steps'])} steps)"
+            if measures:
+                out += (f"; solved at {_measure(s.get('solved_at_median'))}, sparsity "
+                        f"error {_measure(s.get('sparsity_error_mean'))}")  # fmt: skip
+            return out
+
         head = [f"{spec.axis.label} ({OP_LABELS.get(op, op)})"] + [column(v) for v in variants]
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        found = False
-        for i, value in enumerate(spec.axis.points):
-            row = [_point_label(spec.axis, value)]
-            for v in variants:
-                try:
-                    s = self._point_summary(spec, f"{op}-{v.key}", i)
-                except Missing:
-                    row.append("—")
-                    continue
-                found = True
-                lo, hi = s["success_interval"]
-                text = f"{s['solved']}/{s['num_seeds']} [{_pct(lo)}, {_pct(hi)}]"
-                path = f"{spec.name}/{op}-{v.key}-{spec.axis.keys[i]}" if fractions else ""
-                if fractions.get(path, usual) != usual:
-                    text += f" ({_steps(s['num_steps'])} steps)"
-                if measures:
-                    text += (f"; solved at {_measure(s.get('solved_at_median'))}, sparsity "
-                             f"error {_measure(s.get('sparsity_error_mean'))}")  # fmt: skip
-                row.append(text)
-            lines.append("| " + " | ".join(row) + " |")
-        if not found:
-            raise Missing(name)
-        return "\n".join(lines)
+        return self._grid(spec, head, [(op, v) for v in variants], text)
 
     def figure_best_steps(self, name, ops=None) -> str:
         """Where the solved seeds' best validation steps (the step their sparsity error is read
@@ -161,40 +172,27 @@ class FigureFunctions:
         its end."""
         from nalu_jax.reproduce import specs
 
-        Missing = self.Missing
         spec = specs.table(name)
         columns = [(op, v) for op in ops or spec.ops for v in self._cells(spec, op)]
-        head = [spec.axis.label] + [f"{OP_LABELS.get(op, op)} {v.label}" for op, v in columns]
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        found = False
-        for i, value in enumerate(spec.axis.points):
-            row = [_point_label(spec.axis, value)]
-            for op, v in columns:
-                try:
-                    part, where = self._point(spec, f"{op}-{v.key}", i)
-                except Missing:
-                    row.append("—")
-                    continue
-                found = True
-                start, end = self._ramp(where, part.get("setting_values", {}))
-                steps = [int(r["best_step"])
-                         for r in results_lib.read_csv(os.path.join(where, "seeds.csv"))
-                         if int(r["solved"])]  # fmt: skip
-                before = sum(t <= start for t in steps)
-                after = sum(t >= end for t in steps)
-                row.append(f"{before} / {len(steps) - before - after} / {after}")
-            lines.append("| " + " | ".join(row) + " |")
-        if not found:
-            raise Missing(name)
-        return "\n".join(lines)
 
-    def _ramp(self, where, values) -> tuple[float, float]:
-        """R_sparse's ramp (first and last iteration) of the population in ``where`` (a cell or
-        a sweep setting's directory) with setting ``values``: the setting's, else the cell
-        config's ``train.reg_start``/``reg_end``, else its model's (``nalu_jax.models``)."""
+        def text(_op, _v, _i, s, cell, seeds):
+            start, end = self._ramp(cell, s.get("setting_values", {}))
+            steps = [int(r["best_step"])
+                     for r in results_lib.read_csv(os.path.join(seeds, "seeds.csv"))
+                     if int(r["solved"])]  # fmt: skip
+            before = sum(t <= start for t in steps)
+            after = sum(t >= end for t in steps)
+            return f"{before} / {len(steps) - before - after} / {after}"
+
+        head = [spec.axis.label] + [f"{OP_LABELS.get(op, op)} {v.label}" for op, v in columns]
+        return self._grid(spec, head, columns, text)
+
+    def _ramp(self, cell, values) -> tuple[float, float]:
+        """R_sparse's ramp (first and last iteration) of committed cell directory ``cell`` at
+        setting ``values``: the setting's, else the cell config's ``train.reg_start`` /
+        ``reg_end``, else its model's (``nalu_jax.models``)."""
         from nalu_jax.models import MODELS
 
-        cell = os.path.dirname(os.path.dirname(where)) if values else where
         config = results_lib.read_json(os.path.join(cell, "config.json"))
         model = MODELS.get(config["model"]["name"])
 
