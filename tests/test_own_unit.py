@@ -324,7 +324,8 @@ def test_budget_warnings_name_the_ramp():
 
 def test_reduced_tables_mark_the_incomparable_columns():
     spec = specs.table("iclr2020-arithmetic")
-    row = {"table": spec.name, "op": "mul", "model": "nmu", "paper_name": "NMU", "range": "",
+    row = {"table": spec.name, "op": "mul", "model": "nmu", "cell": "mul-nmu",
+           "paper_name": "NMU", "range": "",
            "status": "done", "num_seeds": 100, "num_steps": spec.num_steps, "solved": 90,
            "success_rate": 0.9, "success_lo": 0.8, "success_hi": 0.95, "solved_at_median": 1e6,
            "solved_at_mean": 1e6, "solved_at_lo": 9e5, "solved_at_hi": 1.1e6,

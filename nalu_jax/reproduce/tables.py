@@ -183,7 +183,7 @@ def header(spec: TableSpec, rows: list[dict]) -> list[str]:
     # that trained them all: count it once per cell
     walls = {}
     for r in done:
-        walls.setdefault(r.get("cell", (r["op"], r["model"])), r["wall_time_s"])
+        walls.setdefault(r["cell"], r["wall_time_s"])
     wall = sum(w for w in walls.values() if math.isfinite(w))
     lines = [f"# {spec.name}", "", f"Published figures: {spec.source}."]
     lines.append(f"Published protocol: {full[0]} seeds × {full[1]:,} iterations per cell.")
