@@ -286,6 +286,28 @@ def test_a_figure_table_with_measures_gives_solved_at_and_sparsity_error(tmp_pat
     assert rows[7] == "| 100 | 0/10 [0%, 28%]; solved at —, sparsity error — |"  # none solved
 
 
+def test_a_figure_table_of_some_models_keeps_only_their_columns(tmp_path):
+    root = tmp_path / "results"
+    _range_cell(root, "nmu", (10, 9, 10, 10, 10, 0, 10), steps=5_000_000)
+    _range_cell(root, "nac_mul", (0, 0, 0, 0, 2, 0, 0))
+    path = root / "iclr2020-range" / "mul-nmu" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["settings"][1] |= {"solved_at_median": 4000.0, "sparsity_error_mean": 1.37e-07}
+    path.write_text(json.dumps(summary))
+    table = render.Renderer(str(root)).namespace()["figure_table"]
+    rows = table("iclr2020-range", measures=True, models=["nmu"]).splitlines()
+    # one column, the model's own steps in its head (the figure's others ran 10⁵)
+    assert rows[0] == "| interpolation range (×) | NMU (5·10⁶ steps) |"
+    assert rows[3] == (
+        "| U[-2,2] → U[-6,-2] ∪ U[2,6] | 9/10 [60%, 98%]; solved at 4e+03, sparsity error 1.37e-07 |"
+    )
+    assert len(rows) == 2 + len(RANGE_PAIRS)
+    both = table("iclr2020-range", models=["nac_mul", "nmu"]).splitlines()[0]
+    assert both == "| interpolation range (×) | NMU (5·10⁶ steps) | NAC• |"  # the figure's order
+    with pytest.raises(ValueError, match="figure_table models: nau not among iclr2020-range's"):
+        table("iclr2020-range", models=["nau"])
+
+
 def test_best_steps_are_counted_against_each_cells_ramp(tmp_path):
     # × NMU ramps over 10⁶ → 2·10⁶, + NAU over 5·10³ → 5·10⁴ (nalu_jax.models); a config's
     # train.reg_start / reg_end replace the model's; an unsolved seed is not counted

@@ -131,14 +131,21 @@ class FigureFunctions:
             raise self.Missing(spec.name)
         return "\n".join(lines)
 
-    def figure_table(self, name, op="mul", measures=False) -> str:
+    def figure_table(self, name, op="mul", measures=False, models=None) -> str:
         """Figure ``name``'s points (rows) × models (columns) on ``op``: seeds solved and their
         Wilson interval; ``measures``: each also with the solved seeds' median solved-at step
-        and mean sparsity error (the figure's other two panels)."""
+        and mean sparsity error (the figure's other two panels); ``models``: only these model
+        keys' columns (e.g. those run at a larger budget than the figure's others)."""
         from nalu_jax.reproduce import specs
 
         spec = specs.table(name)
         variants = self._cells(spec, op)
+        if models is not None:
+            unknown = sorted(set(models) - {v.key for v in variants})
+            if unknown:
+                raise ValueError(f"figure_table models: {', '.join(unknown)} not among "
+                                 f"{name}'s {', '.join(v.key for v in variants)}")  # fmt: skip
+            variants = [v for v in variants if v.key in models]
         # a cell run at another budget than most of the figure's says its steps: at each point
         # where the points are cells of their own, in its column's head where a model's points
         # are one program (one cell)
