@@ -1,12 +1,14 @@
 """The rubric's computed verdicts (``nalu_jax.reproduce.verdicts``): "not settled" from the
 budget and the contrast cells, the identity rule, a whole table's verdict, the scaled error and
-a cross-commit check as rendered."""
+a cross-commit check as rendered, and a cell's tests at each batch's seed count."""
 
 import json
 
+import numpy as np
 import pytest
+from scipy import stats
 
-from nalu_jax.reproduce import render
+from nalu_jax.reproduce import render, seedtests
 
 
 def _cell(root, path, summary, files=None):
@@ -92,3 +94,25 @@ def test_experiments_not_covered_are_listed_with_what_is_missing(tmp_path):
     assert rows[1].endswith(
         "results committed (`results/mnist-parity`); not judged in this table |"
     )
+
+
+def test_repeated_looks_reads_the_tests_at_each_batchs_seed_count(tmp_path):
+    with open("results/iclr2020-arithmetic/sub-nalu/seeds.csv") as f:
+        lines = f.read().splitlines()
+    d = _cell(tmp_path, "t/sub-nalu", {}, {"seeds.csv": "\n".join(lines[:21]) + "\n"})
+    batches = [{"first_seed": 0, "num_seeds": 10}, {"first_seed": 10, "num_seeds": 10},
+               {"first_seed": 10, "num_seeds": 10}]  # fmt: skip
+    (d / "provenance.json").write_text(json.dumps({"batches": batches}))
+    theirs = seedtests.published_seeds()[("sub", "nalu")]
+    b = theirs["solved_at"][theirs["solved"]]
+    expected = []
+    for n in (10, 20):  # each batch's end once, in order; solved_at is column 5
+        rows = [line.split(",") for line in lines[1 : n + 1]]
+        a = [float(r[5]) for r in rows if r[1] == "1"]
+        p = stats.mannwhitneyu(a, b[np.isfinite(b)], alternative="two-sided").pvalue
+        expected.append(f"{p:.2g} at {n} seeds (")
+    looks = render.Renderer(str(tmp_path)).repeated_looks("t", "sub-nalu").split("; ")
+    assert len(looks) == 2
+    assert [look[: len(e)] for look, e in zip(looks, expected, strict=True)] == expected
+    assert all(look.endswith(")") for look in looks)
+    assert "no committed data" in render.Renderer(str(tmp_path)).repeated_looks("t", "mul-nmu")

@@ -32,6 +32,7 @@ Functions (all read ``results/``):
                                                    "no committed data"
   (``nalu_jax.reproduce.verdicts``, the rubric's computed verdicts:)
   ``arith_tests(table, ...)``                      per-seed tests against the authors' seeds
+  ``repeated_looks(table, cell)``                  those tests at each batch's seed count
   ``table_verdict(table, ...)``                    a whole table's verdict by its cells
   ``settled(text, *cells, budget=, contrast=)``    "not settled" from budget and contrast cells
   ``identity_verdict(cell)`` / ``identity_models`` the identity rule (10× the linear network)
@@ -500,7 +501,8 @@ class Renderer(
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
                  "arith_counts", "arith_seeds", "arith_budgets", "timing_table", "primer_table",
                  "identity_table", "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
-                 "gridworld_table", "arith_tests", "table_verdict", "not_covered_rows",
+                 "gridworld_table", "arith_tests", "repeated_looks", "table_verdict",
+                 "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
                  "cross_commit", "settled", "study")  # fmt: skip
         from nalu_jax.reproduce import figures_render, render_nalu, specs

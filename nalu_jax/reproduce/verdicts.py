@@ -12,6 +12,7 @@ where the authors' seeds of the same config are published, else by interval over
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -72,6 +73,25 @@ class VerdictFunctions:
         if c is None:
             return self.cell_verdict(spec, r)
         return seedtests.verdict(c, int(r["num_steps"]) / spec.num_steps)
+
+    def repeated_looks(self, table, cell, metric="solved_at") -> str:
+        """A cell extended batch by batch, its tests read afresh at each committed seed count
+        (the first N seeds, N at each batch's end, from ``provenance.json``): ``metric``'s U test
+        p and the rubric's verdict at each count, uncorrected for the repeated looks."""
+        op, model = cell.split("-", 1)
+        pub = seedtests.published_seeds().get((op, model))
+        path = results_lib.resolve(os.path.join(self.root, table, cell))
+        if pub is None or not os.path.exists(os.path.join(path, "seeds.csv")):
+            return f"*{table}/{cell}: no committed data or no published seeds*"
+        rows = results_lib.read_csv(os.path.join(path, "seeds.csv"))
+        with open(os.path.join(path, "provenance.json")) as f:
+            batches = json.load(f)["batches"]
+        looks = []
+        for n in sorted({int(b["first_seed"]) + int(b["num_seeds"]) for b in batches}):
+            first = [r for r in rows if int(r["seed"]) < n]
+            c = seedtests.compare(metrics.judgement_from_rows(first), pub)
+            looks.append(f"{_p(c[f'{metric}_p'])} at {n} seeds ({seedtests.verdict(c)})")
+        return "; ".join(looks)
 
     def arith_tests(self, table, ops=None, models=None, only=None) -> str:
         """Per cell: the tests against the authors' seeds, their power, and the verdict."""
