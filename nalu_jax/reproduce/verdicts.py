@@ -16,6 +16,8 @@ import json
 import math
 import os
 
+import numpy as np
+
 from nalu_jax.reporting import metrics
 from nalu_jax.reproduce import results as results_lib
 from nalu_jax.reproduce import seedtests
@@ -40,6 +42,18 @@ def _p(v) -> str:
     if v is None or not math.isfinite(v):
         return "—"
     return f"{v:.2g}" if v >= 0.001 else "< 0.001"
+
+
+def _solved_median(seeds: dict, metric: str) -> float:
+    """The median of ``metric`` over the solved seeds (non-NaN values; NaN if none)."""
+    return metrics.median(np.asarray(seeds[metric])[np.asarray(seeds["solved"], bool)])
+
+
+def _value(v: float, metric: str) -> str:
+    """A step count in full, any other metric to two significant digits."""
+    if not math.isfinite(v):
+        return "—"
+    return f"{v:,.0f}" if metric == "solved_at" else f"{v:.2g}"
 
 
 def _detectable_against_paper(r) -> float:
@@ -77,7 +91,8 @@ class VerdictFunctions:
     def repeated_looks(self, table, cell, metric="solved_at") -> str:
         """A cell extended batch by batch, its tests read afresh at each committed seed count
         (the first N seeds, N at each batch's end, from ``provenance.json``): ``metric``'s U test
-        p and the rubric's verdict at each count, uncorrected for the repeated looks."""
+        p, the rubric's verdict and our solved seeds' median ``metric`` at each count, uncorrected
+        for the repeated looks, then the authors' median."""
         op, model = cell.split("-", 1)
         pub = seedtests.published_seeds().get((op, model))
         path = results_lib.resolve(os.path.join(self.root, table, cell))
@@ -89,9 +104,14 @@ class VerdictFunctions:
         looks = []
         for n in sorted({int(b["first_seed"]) + int(b["num_seeds"]) for b in batches}):
             first = [r for r in rows if int(r["seed"]) < n]
-            c = seedtests.compare(metrics.judgement_from_rows(first), pub)
-            looks.append(f"{_p(c[f'{metric}_p'])} at {n} seeds ({seedtests.verdict(c)})")
-        return "; ".join(looks)
+            ours = metrics.judgement_from_rows(first)
+            c = seedtests.compare(ours, pub)
+            looks.append(f"{_p(c[f'{metric}_p'])} at {n} seeds ({seedtests.verdict(c)}; median "
+                         f"{_value(_solved_median(ours, metric), metric)})")  # fmt: skip
+        return (
+            "; ".join(looks)
+            + f"; the authors' median {_value(_solved_median(pub, metric), metric)}"
+        )
 
     def arith_tests(self, table, ops=None, models=None, only=None) -> str:
         """Per cell: the tests against the authors' seeds, their power, and the verdict."""
