@@ -12,7 +12,6 @@ where the authors' seeds of the same config are published, else by interval over
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -68,17 +67,23 @@ def _detectable_against_paper(r) -> float:
 class VerdictFunctions:
     """Template functions for verdicts (mixed into the renderer)."""
 
-    def _tests(self, table, r):
-        """The per-seed tests of row ``r`` against the authors' seeds, or None (unpublished)."""
-        if r["status"] != "done":
-            return None
-        pub = seedtests.published_seeds().get((r["op"], r["model"]))
+    def _seeds(self, table, op, model):
+        """Our committed seeds of cell ``op-model`` (``seeds.csv`` rows) and the authors'
+        published seeds, or None where either is missing."""
+        pub = seedtests.published_seeds().get((op, model))
         if pub is None:
             return None
-        path = results_lib.resolve(os.path.join(self.root, table, f"{r['op']}-{r['model']}"))
+        path = results_lib.resolve(os.path.join(self.root, table, f"{op}-{model}"))
         if not os.path.exists(os.path.join(path, "seeds.csv")):
             return None
-        rows = results_lib.read_csv(os.path.join(path, "seeds.csv"))
+        return results_lib.read_csv(os.path.join(path, "seeds.csv")), pub
+
+    def _tests(self, table, r):
+        """The per-seed tests of row ``r`` against the authors' seeds, or None (unpublished)."""
+        seeds = self._seeds(table, r["op"], r["model"]) if r["status"] == "done" else None
+        if seeds is None:
+            return None
+        rows, pub = seeds
         return seedtests.compare(metrics.judgement_from_rows(rows), pub)
 
     def final_verdict(self, table, spec, r) -> str:
@@ -93,15 +98,12 @@ class VerdictFunctions:
         (the first N seeds, N at each batch's end, from ``provenance.json``): ``metric``'s U test
         p, the rubric's verdict and our solved seeds' median ``metric`` at each count, uncorrected
         for the repeated looks, then the authors' median."""
-        op, model = cell.split("-", 1)
-        pub = seedtests.published_seeds().get((op, model))
-        path = results_lib.resolve(os.path.join(self.root, table, cell))
-        if pub is None or not os.path.exists(os.path.join(path, "seeds.csv")):
+        seeds = self._seeds(table, *cell.split("-", 1))
+        if seeds is None:
             return f"*{table}/{cell}: no committed data or no published seeds*"
-        rows = results_lib.read_csv(os.path.join(path, "seeds.csv"))
-        with open(os.path.join(path, "provenance.json")) as f:
-            batches = json.load(f)["batches"]
+        rows, pub = seeds
         looks = []
+        batches = self.batches(f"{table}/{cell}")
         for n in sorted({int(b["first_seed"]) + int(b["num_seeds"]) for b in batches}):
             first = [r for r in rows if int(r["seed"]) < n]
             ours = metrics.judgement_from_rows(first)
