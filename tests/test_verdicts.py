@@ -118,3 +118,41 @@ def test_repeated_looks_reads_the_tests_at_each_batchs_seed_count(tmp_path):
     assert re.fullmatch(f"{look}(; {look})*; the authors' median {np.median(b):,.0f}", text)
     assert re.findall(look, text) == expected
     assert "no committed data" in render.Renderer(str(tmp_path)).repeated_looks("t", "mul-nmu")
+
+
+def test_published_solved_at_means_are_set_against_the_authors_seeds(tmp_path):
+    import csv
+    from importlib import resources
+
+    def rows(name):
+        text = resources.files("nalu_jax.reproduce").joinpath("published", name).read_text()
+        return list(csv.DictReader(ln for ln in text.splitlines() if ln and ln[0] != "#"))
+
+    steps = {}  # the authors' solved seeds' steps per cell, read apart from seedtests
+    for r in rows("iclr2020-static-seeds.csv"):
+        if r["solved"] == "1":
+            steps.setdefault((r["op"], r["model"]), []).append(float(r["solved_at"]))
+    apart, same, outside = {}, 0, 0
+    for p in rows("iclr2020-arithmetic.csv"):
+        s = steps.get((p["op"], p["model"]), [])
+        if len(s) < 2:
+            continue
+        mean, theirs = sum(s) / len(s), float(p["solved_at_mean"])
+        if abs(theirs / mean - 1) > 0.01:
+            apart[p["paper_name"], p["op"]] = (theirs, mean)
+            outside += not float(p["solved_at_lo"]) <= mean <= float(p["solved_at_hi"])
+        else:
+            same += 1
+    # the authors' + NAU seeds: median 18,000, a tail of late seeds; the fit doubled the mean
+    assert apart["NAU", "add"][1] == pytest.approx(189570.0)
+    assert apart["NAU", "add"][0] / apart["NAU", "add"][1] > 2
+    text = render.Renderer(str(tmp_path)).published_solved_at_means("iclr2020-arithmetic")
+    m = re.fullmatch(r"in (\d+) of (\d+) cells .*: (.*); in the other (\d+) it is within 1% of it",
+                     text)  # fmt: skip
+    assert m and (int(m[1]), int(m[2]), int(m[4])) == (len(apart), len(apart) + same, same)
+    found = re.findall(r"(\S+) against (\S+) \(×([\d.]+)", m[3])
+    assert [(float(a), float(b)) for a, b, _ in found] == [
+        (float(f"{t:.3g}"), float(f"{s:.3g}")) for t, s in apart.values()
+    ]
+    assert [float(x) for *_, x in found] == [round(t / s, 2) for t, s in apart.values()]
+    assert m[3].count("outside the paper's interval") == outside > 0

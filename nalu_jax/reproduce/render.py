@@ -501,7 +501,8 @@ class Renderer(
         names = ("success", "solved", "seeds", "stat", "verdict", "provenance", "arith_table",
                  "arith_counts", "arith_seeds", "arith_budgets", "timing_table", "primer_table",
                  "identity_table", "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
-                 "gridworld_table", "arith_tests", "repeated_looks", "table_verdict",
+                 "gridworld_table", "arith_tests", "repeated_looks", "published_solved_at_means",
+                 "table_verdict",
                  "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
                  "cross_commit", "settled", "study")  # fmt: skip

@@ -115,6 +115,43 @@ class VerdictFunctions:
             + f"; the authors' median {_value(_solved_median(pub, metric), metric)}"
         )
 
+    def published_solved_at_means(self, table, rel=0.01) -> str:
+        """The paper's solved-at mean of each cell against the sample mean of the authors' own
+        published seeds of that cell (every cell with at least two solved seeds): the cells
+        where the two differ by more than ``rel``, each with the ratio and whether the paper's
+        interval holds the sample mean, then how many cells agree. The paper's analysis fits a
+        gamma distribution whose maximum-likelihood mean is the sample mean; a gap is where its
+        fit stopped short of that maximum."""
+        from nalu_jax.reproduce import specs, tables
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        spec = specs.table(table)
+        seeds = seedtests.published_seeds()
+        apart, same = [], 0
+        for (op, model), p in tables.published(spec).items():
+            s = seeds.get((op, model))
+            if s is None or int(np.sum(s["solved"])) < 2:
+                continue
+            mean = float(np.mean(s["solved_at"][s["solved"]]))
+            if abs(p["solved_at_mean"] / mean - 1) <= rel:
+                same += 1
+                continue
+            inside = p["solved_at_lo"] <= mean <= p["solved_at_hi"]
+            apart.append(
+                f"{OP_LABELS.get(op, op)} {p['paper_name']} {p['solved_at_mean']:.3g} against "
+                f"{mean:.3g} (×{p['solved_at_mean'] / mean:.2f}"
+                + ("" if inside else "; outside the paper's interval")
+                + ")"
+            )
+        if not apart and not same:
+            raise Missing(table)
+        return (
+            f"in {len(apart)} of {len(apart) + same} cells the paper's mean differs from its "
+            f"seeds' sample mean by more than {100 * rel:.0f}%: "
+            + "; ".join(apart)
+            + f"; in the other {same} it is within {100 * rel:.0f}% of it"
+        )
+
     def arith_tests(self, table, ops=None, models=None, only=None) -> str:
         """Per cell: the tests against the authors' seeds, their power, and the verdict."""
         from nalu_jax.reproduce.specs import OP_LABELS
