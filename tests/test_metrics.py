@@ -10,6 +10,7 @@ from nalu_jax.reporting.metrics import (
     judge_seeds,
     mean_interval,
     median,
+    median_interval,
     quantiles,
     student_t_quantile,
     summarize,
@@ -70,6 +71,18 @@ def test_mean_interval():
     assert mean_interval([np.nan, 4.0])[0] == 4.0
     assert all(math.isnan(v) for v in mean_interval([np.nan, 4.0])[1:])
     assert all(math.isnan(v) for v in mean_interval([]))
+
+
+def test_median_interval_is_two_order_statistics():
+    # 16 values: Binomial(16, 1/2) gives P(X <= 3) = 697/65536 and P(X <= 4) = 2517/65536, so
+    # [x(4), x(13)] covers the median with 1 - 2·697/65536 = 97.9% and [x(5), x(12)] with only
+    # 92.3%: the 95% interval is the 4th and 13th smallest (NaN ignored)
+    x = np.array([16.0, 3, 9, 1, 12, 5, 14, 7, 2, 15, 10, 4, 13, 8, 11, 6, np.nan])
+    assert median_interval(x) == (8.5, 4.0, 13.0)
+    # 5 values reach at most 1 - 2/32 = 93.75%: no 95% interval
+    mid, lo, hi = median_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert mid == 3.0 and math.isnan(lo) and math.isnan(hi)
+    assert all(math.isnan(v) for v in median_interval([np.nan]))
 
 
 def test_median_and_quantiles_ignore_nan():

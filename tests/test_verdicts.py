@@ -156,3 +156,31 @@ def test_published_solved_at_means_are_set_against_the_authors_seeds(tmp_path):
     ]
     assert [float(x) for *_, x in found] == [round(t / s, 2) for t, s in apart.values()]
     assert m[3].count("outside the paper's interval") == outside > 0
+
+
+def test_published_medians_set_the_papers_median_against_our_order_statistics():
+    import csv
+    import math
+
+    text = render.Renderer("results").published_medians("iclr2020-gate")
+    for cell, name in (
+        ("add-nalu_shared", "+ NALU (shared)"),
+        ("mul-nalu_shared", "× NALU (shared)"),
+    ):
+        with open(f"results/iclr2020-gate/{cell}/seeds.csv") as f:
+            steps = sorted(float(r["solved_at"]) for r in csv.DictReader(f) if r["solved"] == "1")
+        n = len(steps)
+        # the widest k with 1 - 2·P(Binomial(n, 1/2) <= k - 1) >= 95%, by hand
+        cover = [1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2**n for k in range(n + 1)]
+        ks = [k for k in range(1, n // 2 + 1) if cover[k] >= 0.95]
+        part = re.search(re.escape(name) + r": the paper's ([\d,]+), ours ([^;]+?)(?:;|$)", text)
+        assert part, text
+        if not ks:  # too few solved seeds: the median alone
+            assert f"too few solved seeds for an interval: {n}" in part[2]
+            continue
+        k = max(ks)
+        lo, hi = steps[k - 1], steps[n - k]
+        assert part[2].startswith(f"{np.median(steps):,.0f} [{lo:,.0f}, {hi:,.0f}]")
+        theirs = float(part[1].replace(",", ""))
+        assert part[2].endswith("(inside)" if lo <= theirs <= hi else "(outside)")
+    assert re.search(r"\((\d+) of (\d+) inside\)$", text)

@@ -132,6 +132,20 @@ def median(values) -> float:
     return float(np.median(v)) if v.size else math.nan
 
 
+def median_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Median of the non-NaN ``values`` with its distribution-free interval: two order
+    statistics that hold the population median with at least ``confidence`` (binomial; scipy's
+    ``quantile_test``); a bound is NaN where too few values reach it, all NaN with none."""
+    from scipy import stats
+
+    v = _finite_values(values)
+    if not v.size:
+        return (math.nan, math.nan, math.nan)
+    mid = float(np.median(v))
+    ci = stats.quantile_test(v, q=mid, p=0.5).confidence_interval(confidence)
+    return (mid, float(ci.low), float(ci.high))
+
+
 def quantiles(values, qs=(0.0, 0.25, 0.5, 0.75, 1.0)) -> dict[float, float]:
     """``{q: quantile}`` of the non-NaN ``values [S]`` (all NaN when there are none)."""
     v = _finite_values(values)

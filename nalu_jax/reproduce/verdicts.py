@@ -152,6 +152,36 @@ class VerdictFunctions:
             + f"; in the other {same} it is within {100 * rel:.0f}% of it"
         )
 
+    def published_medians(self, table, ops=None, models=None, only=None) -> str:
+        """The paper's solved-at median of each committed cell against our solved seeds'
+        median with its distribution-free 95% interval (``metrics.median_interval``): a
+        comparison that needs no fitted distribution, shown beside the verdicts, not in them."""
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        _, rows = self._rows(table, ops, models, only)
+        out, inside, compared = [], 0, 0
+        for r in rows:
+            theirs = r.get("published_solved_at_median", math.nan)
+            if r["status"] != "done" or not math.isfinite(theirs):
+                continue
+            path = results_lib.resolve(os.path.join(self.root, table, r["cell"]))
+            seeds = metrics.judgement_from_rows(
+                results_lib.read_csv(os.path.join(path, "seeds.csv"))
+            )
+            mid, lo, hi = metrics.median_interval(seeds["solved_at"][seeds["solved"]])
+            name = f"{OP_LABELS.get(r['op'], r['op'])} {r['paper_name']}: the paper's {theirs:,.0f}"
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                out.append(f"{name}, ours {_value(mid, 'solved_at')} (too few solved seeds for "
+                           f"an interval: {int(r['solved'])})")  # fmt: skip
+                continue
+            compared += 1
+            inside += lo <= theirs <= hi
+            where = "inside" if lo <= theirs <= hi else "outside"
+            out.append(f"{name}, ours {mid:,.0f} [{lo:,.0f}, {hi:,.0f}] ({where})")
+        if not out:
+            raise Missing(table)
+        return "; ".join(out) + f" ({inside} of {compared} inside)"
+
     def arith_tests(self, table, ops=None, models=None, only=None) -> str:
         """Per cell: the tests against the authors' seeds, their power, and the verdict."""
         from nalu_jax.reproduce.specs import OP_LABELS
