@@ -67,16 +67,17 @@ def _detectable_against_paper(r) -> float:
 class VerdictFunctions:
     """Template functions for verdicts (mixed into the renderer)."""
 
+    def _our_seeds(self, table, cell):
+        """Our committed seeds of ``cell`` (``seeds.csv`` rows), or None where it has none."""
+        path = os.path.join(results_lib.resolve(os.path.join(self.root, table, cell)), "seeds.csv")
+        return results_lib.read_csv(path) if os.path.exists(path) else None
+
     def _seeds(self, table, op, model):
         """Our committed seeds of cell ``op-model`` (``seeds.csv`` rows) and the authors'
         published seeds, or None where either is missing."""
         pub = seedtests.published_seeds().get((op, model))
-        if pub is None:
-            return None
-        path = results_lib.resolve(os.path.join(self.root, table, f"{op}-{model}"))
-        if not os.path.exists(os.path.join(path, "seeds.csv")):
-            return None
-        return results_lib.read_csv(os.path.join(path, "seeds.csv")), pub
+        ours = None if pub is None else self._our_seeds(table, f"{op}-{model}")
+        return None if ours is None else (ours, pub)
 
     def _tests(self, table, r):
         """The per-seed tests of row ``r`` against the authors' seeds, or None (unpublished)."""
@@ -164,10 +165,7 @@ class VerdictFunctions:
             theirs = r.get("published_solved_at_median", math.nan)
             if r["status"] != "done" or not math.isfinite(theirs):
                 continue
-            path = results_lib.resolve(os.path.join(self.root, table, r["cell"]))
-            seeds = metrics.judgement_from_rows(
-                results_lib.read_csv(os.path.join(path, "seeds.csv"))
-            )
+            seeds = metrics.judgement_from_rows(self._our_seeds(table, r["cell"]))
             mid, lo, hi = metrics.median_interval(seeds["solved_at"][seeds["solved"]])
             name = f"{OP_LABELS.get(r['op'], r['op'])} {r['paper_name']}: the paper's {theirs:,.0f}"
             if not (math.isfinite(lo) and math.isfinite(hi)):
