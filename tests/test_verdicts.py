@@ -2,8 +2,11 @@
 budget and the contrast cells, the identity rule, a whole table's verdict, the scaled error and
 a cross-commit check as rendered, and a cell's tests at each batch's seed count."""
 
+import csv
 import json
+import math
 import re
+from importlib import resources
 
 import numpy as np
 import pytest
@@ -121,9 +124,6 @@ def test_repeated_looks_reads_the_tests_at_each_batchs_seed_count(tmp_path):
 
 
 def test_published_solved_at_means_are_set_against_the_authors_seeds(tmp_path):
-    import csv
-    from importlib import resources
-
     def rows(name):
         text = resources.files("nalu_jax.reproduce").joinpath("published", name).read_text()
         return list(csv.DictReader(ln for ln in text.splitlines() if ln and ln[0] != "#"))
@@ -159,9 +159,6 @@ def test_published_solved_at_means_are_set_against_the_authors_seeds(tmp_path):
 
 
 def test_published_medians_set_the_papers_median_against_our_order_statistics():
-    import csv
-    import math
-
     text = render.Renderer("results").published_medians("iclr2020-gate")
     for cell, name in (
         ("add-nalu_shared", "+ NALU (shared)"),

@@ -502,9 +502,7 @@ class Renderer(
                  "arith_counts", "arith_seeds", "arith_budgets", "timing_table", "primer_table",
                  "identity_table", "lengths_table", "successes", "at_length", "solved_in_all", "success_at_t",
                  "gridworld_table", "arith_tests", "repeated_looks", "published_solved_at_means",
-                 "published_medians",
-                 "table_verdict",
-                 "not_covered_rows",
+                 "published_medians", "table_verdict", "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
                  "cross_commit", "settled", "study")  # fmt: skip
         from nalu_jax.reproduce import figures_render, render_nalu, specs

@@ -168,14 +168,15 @@ class VerdictFunctions:
             seeds = metrics.judgement_from_rows(self._our_seeds(table, r["cell"]))
             mid, lo, hi = metrics.median_interval(seeds["solved_at"][seeds["solved"]])
             name = f"{OP_LABELS.get(r['op'], r['op'])} {r['paper_name']}: the paper's {theirs:,.0f}"
+            ours = _value(mid, "solved_at")
             if not (math.isfinite(lo) and math.isfinite(hi)):
-                out.append(f"{name}, ours {_value(mid, 'solved_at')} (too few solved seeds for "
-                           f"an interval: {int(r['solved'])})")  # fmt: skip
+                out.append(f"{name}, ours {ours} (too few solved seeds for an interval: "
+                           f"{int(r['solved'])})")  # fmt: skip
                 continue
-            compared += 1
-            inside += lo <= theirs <= hi
-            where = "inside" if lo <= theirs <= hi else "outside"
-            out.append(f"{name}, ours {mid:,.0f} [{lo:,.0f}, {hi:,.0f}] ({where})")
+            held = lo <= theirs <= hi
+            compared, inside = compared + 1, inside + held
+            out.append(f"{name}, ours {ours} [{lo:,.0f}, {hi:,.0f}] "
+                       f"({'inside' if held else 'outside'})")  # fmt: skip
         if not out:
             raise Missing(table)
         return "; ".join(out) + f" ({inside} of {compared} inside)"
