@@ -2,11 +2,37 @@
 (``cpu_only``: a property of XLA:CPU alone) and the environment of subprocess tests."""
 
 import os
+import shutil
+import sys
+import tempfile
 
 import pytest
 
-from nalu_jax.config import load_config  # noqa: F401  (tests import it from here)
-from nalu_jax.units import import_plugins
+# One persistent compilation cache for the whole test run: this process, its pytest-xdist
+# workers and the subprocesses the tests start (they inherit the environment). The suite
+# compiles many programs more than once (a run and its resume, a run alone and among other
+# seeds, a launcher's cell and the same cell re-checked, each in its own process); a hit returns
+# the executable that compiling again would, so no test's numbers change, only the time (a third
+# less on the tests that resume and re-run). A cache the caller set (JAX_COMPILATION_CACHE_DIR)
+# is used as it is; the run's own starts empty and is removed when the run ends.
+_OWN_CACHE = None
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _OWN_CACHE = tempfile.mkdtemp(prefix="nalu_jax_test_xla_cache_")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    if "jax" in sys.modules:  # a plugin started JAX first: it read its environment already
+        sys.modules["jax"].config.update("jax_compilation_cache_dir", _OWN_CACHE)
+        seconds = float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"])
+        sys.modules["jax"].config.update("jax_persistent_cache_min_compile_time_secs", seconds)
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+from nalu_jax.config import load_config  # noqa: E402, F401  (tests import it from here)
+from nalu_jax.units import import_plugins  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
