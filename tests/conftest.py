@@ -1,5 +1,6 @@
-"""Shared fixtures: config loading, an isolated threshold cache for every test, the platform
-(``cpu_only``: a property of XLA:CPU alone) and the environment of subprocess tests."""
+"""Shared fixtures: config loading, an isolated threshold cache for every test, one XLA
+compilation cache for the whole run, the platform (``cpu_only``: a property of XLA:CPU alone)
+and the environment of subprocess tests."""
 
 import os
 import shutil
