@@ -4,7 +4,6 @@ and the environment of subprocess tests."""
 
 import os
 import shutil
-import sys
 import tempfile
 
 import pytest
@@ -21,10 +20,6 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _OWN_CACHE = tempfile.mkdtemp(prefix="nalu_jax_test_xla_cache_")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
-    if "jax" in sys.modules:  # a plugin started JAX first: it read its environment already
-        sys.modules["jax"].config.update("jax_compilation_cache_dir", _OWN_CACHE)
-        seconds = float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"])
-        sys.modules["jax"].config.update("jax_persistent_cache_min_compile_time_secs", seconds)
 
 
 def pytest_unconfigure(config):
