@@ -2,6 +2,7 @@
 protocol, give its committed rows; a changed row is found; another platform is judged by the
 stated tolerance; the check never writes into results/."""
 
+import json
 import os
 
 import pytest
@@ -58,13 +59,64 @@ def test_a_changed_committed_row_is_found(committed, tmp_path):
 
 
 def test_another_platform_is_judged_by_the_tolerance(committed, tmp_path, monkeypatch):
-    monkeypatch.setattr(check_lib, "platform_of", lambda m: f"{m.get('platform')} (elsewhere)"
+    monkeypatch.setattr(check_lib, "platform_of", lambda m, **_: f"{m.get('platform')} (elsewhere)"
                         if m is not None and m.get("cpu") != "x" else "gpu (H100)")  # fmt: skip
     from nalu_jax.reproduce import results
 
     monkeypatch.setattr(results, "machine", lambda: {"platform": "gpu", "cpu": "x"})
     ok, lines = _check(committed, tmp_path, seeds=1)
     assert ok and check_lib.TOLERANCE_TEXT in "\n".join(lines)
+
+
+def test_platform_names_the_cpus_vector_width_where_recorded():
+    cpu = {"platform": "cpu", "cpu": "AMD EPYC", "device_kind": "cpu", "vector_width": 256}
+    assert check_lib.platform_of(cpu) == "cpu (AMD EPYC, 256-bit vectors)"
+    assert check_lib.platform_of(cpu, vector_width=False) == "cpu (AMD EPYC)"
+    assert check_lib.platform_of({**cpu, "vector_width": 512}) != check_lib.platform_of(cpu)
+    older = {k: v for k, v in cpu.items() if k != "vector_width"}
+    assert check_lib.platform_of(older) == "cpu (AMD EPYC)"
+    gpu = {"platform": "gpu", "cpu": "AMD EPYC", "device_kind": "NVIDIA H200"}
+    assert check_lib.platform_of(gpu) == "gpu (NVIDIA H200)"
+
+
+def _with_committed_machine(committed, edit):
+    """The committed cell's provenance with each batch's machine edited; the original back."""
+    path = os.path.join(committed, "iclr2020-arithmetic", "add-nau", "provenance.json")
+    original = open(path).read()
+    provenance = json.loads(original)
+    for batch in provenance["batches"]:
+        batch["machine"] = edit(dict(batch["machine"]))
+    with open(path, "w") as f:
+        json.dump(provenance, f)
+    return path, original
+
+
+@pytest.mark.parametrize("recorded", ["other width", "none"])
+def test_the_same_cpu_name_with_other_vectors_is_another_platform(committed, tmp_path, recorded):
+    from nalu_jax.reproduce import results
+
+    here = results.machine()
+    if here.get("vector_width") is None:
+        pytest.skip("this CPU's vector width is unknown (not x86 Linux)")
+    if recorded == "other width":
+        other = 512 if here["vector_width"] != 512 else 256
+        path, original = _with_committed_machine(committed, lambda m: {**m, "vector_width": other})
+    else:  # a batch from before provenance recorded the width: the CPU's name decides
+        path, original = _with_committed_machine(
+            committed, lambda m: {k: v for k, v in m.items() if k != "vector_width"}
+        )
+    try:
+        ok, lines = _check(committed, tmp_path, seeds=1)
+    finally:
+        with open(path, "w") as f:
+            f.write(original)
+    text = "\n".join(lines)
+    assert ok, lines
+    if recorded == "other width":
+        assert check_lib.TOLERANCE_TEXT in text and f"{other}-bit vectors" in text
+    else:
+        assert "the rows must be identical" in text
+        assert "records no vector width" in text
 
 
 def test_tolerance_keeps_verdicts_exact_and_numbers_close():

@@ -25,6 +25,21 @@ def test_has_avx512_reads_the_flags_line(cpuinfo, tmp_path):
     assert not hostenv.has_avx512(str(tmp_path / "missing"))
 
 
+def test_cpu_vector_width_is_the_flags_width_capped_by_the_cpus(cpuinfo, tmp_path):
+    flag = "--xla_cpu_prefer_vector_width"
+    avx512 = cpuinfo("fpu sse2 avx avx2 fma avx512f")
+    assert hostenv.cpu_vector_width(f"--xla_foo=1 {flag}=512", avx512) == 512
+    assert hostenv.cpu_vector_width("", avx512) == 256  # LLVM's preferred width
+    assert hostenv.cpu_vector_width(f"{flag}=128", avx512) == 128
+    avx2 = cpuinfo("fpu sse2 avx avx2 fma")
+    assert hostenv.cpu_vector_width(f"{flag}=512", avx2) == 256
+    assert hostenv.cpu_vector_width("", cpuinfo("fpu sse2")) == 128
+    assert hostenv.cpu_vector_width("", str(tmp_path / "missing")) is None
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd\n")
+    assert hostenv.cpu_vector_width("", str(arm)) is None
+
+
 @pytest.fixture(autouse=True)
 def _on_cpu(monkeypatch):
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)

@@ -376,3 +376,14 @@ def test_an_experiment_without_merge_summary_is_refused_in_one_sentence(tmp_path
     )
     with pytest.raises(results_lib.ConfigError, match="register_experiment"):
         results_lib.merge(str(cell), str(more))
+
+
+def test_describe_machine_names_the_vector_width_where_recorded():
+    cpu = {"platform": "cpu", "cpu": "AMD EPYC", "cores": 2, "device_kind": "cpu"}
+    assert results_lib.describe_machine(cpu) == "AMD EPYC, 2 cores"
+    assert results_lib.describe_machine(cpu, paren=True) == "AMD EPYC (2 cores)"
+    wide = {**cpu, "vector_width": 512}
+    assert results_lib.describe_machine(wide) == "AMD EPYC, 2 cores, 512-bit vectors"
+    assert results_lib.describe_machine(wide, paren=True) == "AMD EPYC (2 cores, 512-bit vectors)"
+    gpu = {"platform": "gpu", "cpu": "AMD EPYC", "cores": 16, "device_kind": "NVIDIA H200"}
+    assert results_lib.describe_machine(gpu) == "NVIDIA H200"

@@ -287,9 +287,7 @@ class FigureFunctions:
             for b in batches:
                 runs = b["num_seeds"] * (len(spec.axis.points) if spec.axis.sweep else 1)
                 done += runs * b["num_steps"]
-                m = b["machine"]
-                where = (f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu"
-                         else m["device_kind"])  # fmt: skip
+                where = results_lib.describe_machine(b["machine"])
                 wall[where] = wall.get(where, 0.0) + b["wall_time_s"]
         for cell in specs.cells(spec):
             c = cell_config(spec, cell)

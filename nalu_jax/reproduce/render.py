@@ -558,11 +558,7 @@ def _machine(batch: dict, paren: bool = True) -> str:
     """A provenance batch's machine: the CPU and its cores, or the accelerator's kind; then
     its matmul precision when below full float32 (a batch recorded before the field existed
     ran at full precision)."""
-    m = batch["machine"]
-    if m["platform"] == "cpu":
-        where = f"{m['cpu']} ({m['cores']} cores)" if paren else f"{m['cpu']}, {m['cores']} cores"
-    else:
-        where = m["device_kind"]
+    where = results_lib.describe_machine(batch["machine"], paren=paren)
     precision = batch.get("matmul_precision", "highest")
     if precision not in ("highest", "float32"):
         where += f", matmul_precision {precision!r}"

@@ -88,8 +88,7 @@ def budget_line(r, paper_steps, *cells, whose: str = "the paper's", missing=()) 
         seeds = sum(int(b["num_seeds"]) for b in batches)
         steps = int(batches[-1]["num_steps"])
         wall = sum(float(b["wall_time_s"]) for b in batches)
-        m = batches[-1]["machine"]
-        where = f"{m['cpu']}, {m['cores']} cores" if m["platform"] == "cpu" else m["device_kind"]
+        where = results_lib.describe_machine(batches[-1]["machine"])
         parts.append(
             f"`{c}`: {seeds} seeds × {steps:,} steps = {seeds * steps:,} seed-steps, "
             f"{_fraction(steps / paper_steps)} of {whose} steps, "

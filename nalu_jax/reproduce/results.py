@@ -102,17 +102,34 @@ def cpu_name() -> str:
 
 
 def machine() -> dict:
-    """This machine: CPU, cores, and the JAX devices a run here uses."""
+    """This machine: CPU, cores, and the JAX devices a run here uses; on XLA:CPU also the
+    vector width of its generated loops (``hostenv.cpu_vector_width``), where it is known."""
     import jax
 
+    from nalu_jax.runtime import hostenv
+
     devices = jax.devices()
-    return {
+    out = {
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "platform": devices[0].platform,
         "devices": len(devices),
         "device_kind": devices[0].device_kind,
     }
+    width = hostenv.cpu_vector_width() if out["platform"] == "cpu" else None
+    return out if width is None else {**out, "vector_width": width}
+
+
+def describe_machine(m: dict, paren: bool = False) -> str:
+    """A provenance machine in words: the CPU, its cores and, where recorded, XLA:CPU's vector
+    width ("AMD EPYC, 2 cores, 256-bit vectors"; ``paren``: "AMD EPYC (2 cores, …)"), or the
+    accelerator's kind."""
+    if m["platform"] != "cpu":
+        return m["device_kind"]
+    detail = f"{m['cores']} cores" + (
+        f", {m['vector_width']}-bit vectors" if m.get("vector_width") else ""
+    )
+    return f"{m['cpu']} ({detail})" if paren else f"{m['cpu']}, {detail}"
 
 
 def versions() -> dict:

@@ -21,13 +21,40 @@ FLAG = "--xla_force_host_platform_device_count"
 VECTOR_FLAG = "--xla_cpu_prefer_vector_width"
 
 
-def has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether the CPU advertises AVX-512F (Linux ``/proc/cpuinfo``; False where unreadable)."""
+def _cpu_flags(cpuinfo: str) -> set[str] | None:
+    """The first x86 ``flags`` line of a Linux ``/proc/cpuinfo`` (None: unreadable or absent)."""
     try:
         with open(cpuinfo) as f:
-            return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[-1].split())
     except OSError:
-        return False
+        pass
+    return None
+
+
+def has_avx512(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU advertises AVX-512F (Linux ``/proc/cpuinfo``; False where unreadable)."""
+    return "avx512f" in (_cpu_flags(cpuinfo) or ())
+
+
+def cpu_vector_width(flags: str | None = None, cpuinfo: str = "/proc/cpuinfo") -> int | None:
+    """The vector width, in bits, of XLA:CPU's generated loops in a process with ``flags``
+    (default: this one's ``XLA_FLAGS``): the width ``--xla_cpu_prefer_vector_width`` asks for
+    (LLVM's preferred 256 where none is asked), capped by the widest the CPU has (512 with
+    AVX-512F, 256 with AVX, 128 below). None where ``cpuinfo`` holds no x86 flags line (another
+    architecture, or unreadable). Two CPUs of one name can differ here (a cloud "AMD EPYC" VM
+    with AVX-512 and one without), and with it some reductions' last bits (module docstring)."""
+    cpu = _cpu_flags(cpuinfo)
+    if cpu is None:
+        return None
+    widest = 512 if "avx512f" in cpu else 256 if "avx" in cpu else 128
+    asked = 256
+    for part in (os.environ.get("XLA_FLAGS", "") if flags is None else flags).split():
+        name, _, value = part.partition("=")
+        if name == VECTOR_FLAG and value.isdigit():
+            asked = int(value)
+    return min(asked, widest)
 
 
 #: distributions whose presence makes JAX start on an accelerator (``pip install -e
