@@ -212,6 +212,27 @@ def test_a_failure_claim_is_settled_only_at_the_paper_budget(tmp_path):
     assert verdict("iclr2020-range") == "reproduced: " + evidence.format(n=50)
 
 
+def test_a_figure_table_at_the_papers_steps_reads_its_columns_from_the_results(tmp_path):
+    root = tmp_path / "results"
+    _range_cell(root, "nmu", (10, 9, 10, 10, 10, 0, 10), steps=5_000_000)
+    _range_cell(root, "nac_mul", (0, 0, 0, 0, 2, 0, 0))  # 10⁵ steps: not the paper's
+    _range_cell(root, "nalu", (0, 0, 0, 0, 0, 0, 0), steps=5_000_000)
+    table = render.Renderer(str(root)).namespace()["figure_table"]
+    head = table("iclr2020-range", models="paper_steps").splitlines()[0]
+    assert head == "| interpolation range (×) | NMU | NALU |"  # 5·10⁶: most cells' steps
+    with pytest.raises(ValueError, match="'nmu' is neither a list of model keys nor"):
+        table("iclr2020-range", models="nmu")
+    # per-point cells: the paper's iterations grow with the input size (10⁷ at 125 inputs)
+    inputs = root / "inputs"
+    for path, steps in (("mul-nmu-i125", 10_000_000), ("mul-nac_mul-i125", 5_000_000),
+                        ("mul-nac_mul-i4", 20_000), ("mul-nalu-i4", 5_000_000)):  # fmt: skip
+        _commit(inputs, f"iclr2020-input-size/{path}", _summary(1, 10, steps), 10, steps)
+    table = render.Renderer(str(inputs)).namespace()["figure_table"]
+    rows = table("iclr2020-input-size", models="paper_steps").splitlines()
+    assert rows[0].split(" | ")[1:] == ["NMU", "NALU |"]  # not NAC•: 5·10⁶ at 125 inputs
+    assert rows[2].startswith("| 4 | — | 1/10 ")
+
+
 def test_per_point_cells_and_a_figure_without_a_claim(tmp_path):
     root = tmp_path / "results"
     for point, k in (("i4", 4), ("i25", 9)):

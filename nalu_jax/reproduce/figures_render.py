@@ -135,11 +135,19 @@ class FigureFunctions:
         """Figure ``name``'s points (rows) × models (columns) on ``op``: seeds solved and their
         Wilson interval; ``measures``: each also with the solved seeds' median solved-at step
         and mean sparsity error (the figure's other two panels); ``models``: only these model
-        keys' columns (e.g. those run at a larger budget than the figure's others)."""
+        keys' columns (e.g. those run at a larger budget than the figure's others), or
+        ``"paper_steps"``: the models with a committed cell on ``op`` that ran the paper's
+        iterations (read from ``results/``, so a column run later joins by itself)."""
         from nalu_jax.reproduce import specs
 
         spec = specs.table(name)
         variants = self._cells(spec, op)
+        if isinstance(models, str) and models != "paper_steps":
+            raise ValueError(f'figure_table models: {models!r} is neither a list of model keys '
+                             'nor "paper_steps"')  # fmt: skip
+        if models == "paper_steps":
+            models = {c.variant.key for path, c, _ in self._committed(spec)
+                      if c.op == op and self._num_steps(path) == self._paper_steps(spec, c)}  # fmt: skip
         if models is not None:
             unknown = sorted(set(models) - {v.key for v in variants})
             if unknown:
@@ -244,14 +252,18 @@ class FigureFunctions:
             raise Missing(spec.name)
         return out
 
+    @staticmethod
+    def _paper_steps(spec, cell) -> int:
+        """The paper's iterations for ``cell`` (its point's where the axis sets them)."""
+        if spec.axis.steps:
+            return spec.axis.steps[spec.axis.keys.index(cell.point)]
+        return spec.num_steps
+
     def _cell_fraction(self, spec, path, cell) -> float:
         """The fraction of the paper's seed-steps committed cell ``path`` ran."""
         s = self.r.summary(path)
-        steps = spec.num_steps
-        if spec.axis.steps:
-            steps = spec.axis.steps[spec.axis.keys.index(cell.point)]
         seeds = int(s.get("num_seeds") or s["settings"][0]["num_seeds"])
-        return seeds * self._num_steps(path) / (spec.num_seeds * steps)
+        return seeds * self._num_steps(path) / (spec.num_seeds * self._paper_steps(spec, cell))
 
     def _num_steps(self, path) -> int:
         """The steps committed cell ``path`` ran (a sweep cell: its settings')."""
