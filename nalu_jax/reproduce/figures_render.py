@@ -1,7 +1,10 @@
 """The template functions of the ICLR 2020 figures (``nalu_jax.reproduce.figures_iclr``): each
 figure as a table of success per point and model, its committed budget, and its verdict.
 
-  ``figure_table(name, op="mul")``   success per point (rows) and model (columns): "3/10 [11%, 60%]"
+  ``figure_table(name, op="mul")``   success per point (rows) and model (columns): "3/10 [11%, 60%]";
+                                     ``measures=True`` adds solved-at and sparsity error,
+                                     ``models="paper_steps"`` keeps the columns run at the
+                                     paper's iterations
   ``figure_budget(name)``            committed seed-steps, the fraction of the paper's, wall time
                                      and machine
   ``figure_verdict(name)``           the rubric applied to the paper's claim (``CLAIMS``)
