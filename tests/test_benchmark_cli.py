@@ -65,3 +65,24 @@ def test_loop_breakdown_counts_every_call_of_a_run():
     assert 0 < parts and abs(parts + row["rest_s"] - row["loop_s"]) < 0.05
     assert abs(row["train_seed_steps_per_s"] * row["train_s"] / 6000 - 1) < 0.05  # s rounded
     assert "alone_seed_steps_per_s" not in row
+
+
+def test_estimate_bad_input_and_its_row():
+    import json
+
+    for args, words in (
+        (("--models", "foo"), "--models names 'foo', not a model of table 'iclr2020-arithmetic'"),
+        (("--ops", "pow"), "--ops names 'pow'"),
+        (("--repeat", "0"), "--repeat must be a positive integer."),
+    ):  # fmt: skip
+        out = _run("benchmarks.estimate", *args)
+        assert out.returncode == 2, out.stderr
+        assert words in out.stderr.strip().splitlines()[-1], out.stderr
+        assert out.stdout == ""
+    out = _run("benchmarks.estimate", "--steps", "1000", "--calibration_steps", "500")
+    assert out.returncode == 0, out.stderr[-3000:]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (row["cell"], row["seeds"], row["steps"]) == ("add-nau", 2, 1000)
+    error = abs(row["estimate_s"] - row["wall_s"]) / row["wall_s"]
+    assert abs(error - row["error"]) < 1e-3
+    assert row["within_target"] == (row["error"] <= 0.25 + row["noise"])

@@ -1,12 +1,8 @@
-"""The wall time ``launch.reproduce`` prints before a cell is within 25% of the cell's own,
-give or take the timing noise of the machine (measured here: two identical timing runs)."""
-
-import time
+"""The wall time ``launch.reproduce`` prints before a cell: the timing run it comes from and
+the arithmetic that extrapolates it (its accuracy on a machine: ``benchmarks/estimate.py``)."""
 
 import pytest
 
-from nalu_jax.engine.run import run
-from nalu_jax.experiments import EXPERIMENTS
 from nalu_jax.reproduce import cells, specs
 
 
@@ -16,16 +12,16 @@ def _cell_config(steps):
     return cells.configs(spec, [cell], 2, steps, cells.SMOKE)["add-nau"]
 
 
-@pytest.mark.slow
-def test_estimate_is_within_a_quarter_of_the_wall_time(tmp_path):
-    config = _cell_config(4_000)
-    first, second = (cells.calibrate(config, 1_000) for _ in range(2))
-    noise = abs(first["wall_s"] - second["wall_s"]) / min(first["wall_s"], second["wall_s"])
-    estimate = cells.estimate_s(config, second)
-    t0 = time.perf_counter()
-    run(EXPERIMENTS["arithmetic"], config, str(tmp_path), progress=False)
-    wall = time.perf_counter() - t0
-    assert abs(estimate - wall) <= (0.25 + noise) * wall, (estimate, wall, noise)
+def test_calibration_times_whole_evaluation_periods_of_the_cells_runs_and_leaves_it_as_it_was():
+    # how close the estimate comes to a cell's wall time is a speed figure, printed by
+    # benchmarks/estimate.py; here: what the timing run ran and what its record says
+    config = _cell_config(4_000)  # 2 seeds, evaluation every 500 steps (--smoke's sizes)
+    before = config.to_json()
+    timing = cells.calibrate(config, 1_300)  # whole evaluation periods: 1,000 steps
+    assert config.to_json() == before
+    assert timing["seed_steps"] == 2 * 1_000
+    assert 0 < timing["compile_s"] < timing["wall_s"]
+    assert timing["seed_steps_per_s"] > timing["seed_steps"] / timing["wall_s"]  # compile excluded
 
 
 def test_estimate_is_the_fixed_cost_plus_the_steps_at_the_timing_runs_speed():
