@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks import non_positive
+
 
 def measure(config, calibration_steps: int) -> dict:
     from nalu_jax.engine.run import run
@@ -54,10 +56,9 @@ def main(argv=None) -> int:
     p.add_argument("--calibration_steps", type=int, default=1_000)
     p.add_argument("--repeat", type=int, default=1)
     opts = p.parse_args(argv)
-    for name in ("seeds", "steps", "calibration_steps", "repeat"):
-        if getattr(opts, name) < 1:
-            print(f"--{name} must be a positive integer.", file=sys.stderr)
-            return 2
+    if refusal := non_positive(opts, ("seeds", "steps", "calibration_steps", "repeat")):
+        print(refusal, file=sys.stderr)
+        return 2
     from nalu_jax.config import ConfigError
     from nalu_jax.reproduce import cells, specs
 

@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks import non_positive
+
 DEFAULT_TABLE = "iclr2020-range"
 
 
@@ -124,10 +126,9 @@ def main(argv=None) -> int:
                    help="steps between checkpoints (default: the config's)")  # fmt: skip
     p.add_argument("--no_alone", action="store_true", help="skip the program-alone figure")
     opts = p.parse_args(argv)
-    for name in ("seeds", "steps", "eval_every", "checkpoint_every"):
-        if getattr(opts, name) is not None and getattr(opts, name) < 1:
-            print(f"--{name} must be a positive integer.", file=sys.stderr)
-            return 2
+    if refusal := non_positive(opts, ("seeds", "steps", "eval_every", "checkpoint_every")):
+        print(refusal, file=sys.stderr)
+        return 2
     from nalu_jax.config import ConfigError
 
     try:

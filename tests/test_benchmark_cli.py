@@ -16,6 +16,16 @@ def _run(*args):
     )
 
 
+def _refuses(module, cases):
+    """Each ``(args, words)`` of ``cases``: exit status 2, ``words`` in the last line of stderr,
+    nothing on stdout."""
+    for args, words in cases:
+        out = _run(module, *args)
+        assert out.returncode == 2, out.stderr
+        assert words in out.stderr.strip().splitlines()[-1], out.stderr
+        assert out.stdout == ""
+
+
 def test_profile_step_seeds_off_the_seed_block():
     out = _run(
         "benchmarks.profile_step", "--task", "single_module", "--models", "nac_add", "--seeds", "25"
@@ -35,16 +45,12 @@ def test_floor_unknown_probe():
 
 
 def test_loop_breakdown_bad_cell_and_count():
-    for args, words in (
+    _refuses("benchmarks.loop_breakdown", (
         (("--table", "iclr2020-hidden-size", "--cell", "mul-nmu-h99"),
          "--cell must be one of table iclr2020-hidden-size's cells"),
         (("--steps", "0"), "--steps must be a positive integer."),
         (("--table", "nope"), "--table must be one of"),
-    ):  # fmt: skip
-        out = _run("benchmarks.loop_breakdown", *args)
-        assert out.returncode == 2, out.stderr
-        assert words in out.stderr.strip().splitlines()[-1], out.stderr
-        assert out.stdout == ""
+    ))  # fmt: skip
 
 
 def test_loop_breakdown_counts_every_call_of_a_run():
@@ -70,15 +76,11 @@ def test_loop_breakdown_counts_every_call_of_a_run():
 def test_estimate_bad_input_and_its_row():
     import json
 
-    for args, words in (
+    _refuses("benchmarks.estimate", (
         (("--models", "foo"), "--models names 'foo', not a model of table 'iclr2020-arithmetic'"),
         (("--ops", "pow"), "--ops names 'pow'"),
         (("--repeat", "0"), "--repeat must be a positive integer."),
-    ):  # fmt: skip
-        out = _run("benchmarks.estimate", *args)
-        assert out.returncode == 2, out.stderr
-        assert words in out.stderr.strip().splitlines()[-1], out.stderr
-        assert out.stdout == ""
+    ))  # fmt: skip
     out = _run("benchmarks.estimate", "--steps", "1000", "--calibration_steps", "500")
     assert out.returncode == 0, out.stderr[-3000:]
     row = json.loads(out.stdout.strip().splitlines()[-1])
