@@ -89,7 +89,12 @@ _PLAN_ONLY = flags.DEFINE_bool(
     "Print what each cell would do, its seed-steps and the estimated times; run nothing.",
 )  # fmt: skip
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
-_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace cells run with another protocol.")
+_OVERWRITE = flags.DEFINE_bool(
+    "overwrite",
+    False,
+    "Replace cells run with another protocol (committed, or in the workdir); a cell's own run "
+    "in the workdir, stopped or shorter, goes on from its checkpoints.",
+)
 _RESULTS = flags.DEFINE_string(
     "results",
     None,

@@ -34,15 +34,19 @@ def fail(message: str, status: int = 2) -> None:
     sys.exit(status)
 
 
-def _interrupted(e) -> str:
+AGAIN = "run the same command again"
+
+
+def _interrupted(e, again: str = AGAIN) -> str:
     saved = f"saved at step {e.step}" if e.step is not None else "nothing to save yet"
-    return f"interrupted ({saved}); run the same command again to resume."
+    return f"interrupted ({saved}); {again} to resume."
 
 
 @contextlib.contextmanager
-def reported_errors():
+def reported_errors(again: str = AGAIN):
     """What a run can meet, as one sentence and the conventional status: a bad config value
-    (2), SIGINT/SIGTERM after saving (130/143), a failed write such as a full disk (1)."""
+    (2), SIGINT/SIGTERM after saving (130/143), a failed write such as a full disk (1).
+    ``again``: how to resume, where the same command would not (one that starts clean)."""
     from nalu_jax.engine.run import Interrupted
 
     try:
@@ -50,12 +54,12 @@ def reported_errors():
     except ConfigError as e:
         fail(str(e))
     except Interrupted as e:
-        fail(_interrupted(e), e.status)
+        fail(_interrupted(e, again), e.status)
     except OSError as e:
         where = f" ({e.filename})" if e.filename else ""
         fail(
             f"could not write to the workdir{where}: {e.strerror or e}; nothing already saved "
-            "was lost: free space or fix permissions, then run the same command to resume.",
+            f"was lost: free space or fix permissions, then {again} to resume.",
             1,
         )
 

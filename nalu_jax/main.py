@@ -64,7 +64,9 @@ def main(argv) -> None:
     if _RESULTS.value and results.status(_RESULTS.value, config)[0] == "done":
         print(f"{_RESULTS.value} already holds this config's results; nothing to run.")
         return
-    with cli.reported_errors():
+    # --overwrite starts clean: the command that goes on from the checkpoints is without it
+    again = "run the same command without --overwrite" if _OVERWRITE.value else cli.AGAIN
+    with cli.reported_errors(again):
         summary = train_and_evaluate(
             config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )

@@ -179,6 +179,68 @@ def test_other_config_in_workdir_needs_overwrite(tmp_path):
     assert json.load(open(tmp_path / "config.json"))["model"]["name"] == "nmu"
 
 
+def test_reproduce_overwrite_resumes_the_cells_own_run_and_restarts_another(
+    tmp_path, monkeypatch, capsys
+):
+    # launch/reproduce.py --overwrite replaces committed cells of another protocol; the same
+    # command after a stop must go on from the cell's checkpoints, not start it again
+    from nalu_jax.engine.blocks import resolve_seed_block
+    from nalu_jax.reproduce import specs
+    from nalu_jax.reproduce.cells import run_cell
+
+    cell = specs.cells(specs.table("iclr2020-arithmetic"), ["nau"], ["add"])[0]
+
+    def config():  # as the launcher's cells.configs gives it: the seed block resolved
+        c = tiny(load_config("arithmetic", "model=nau,op=add"), seeds=2, steps=2000)
+        return resolve_seed_block(c)
+
+    run_cell(cell, config(), "", progress=False, directory=str(tmp_path / "whole"))
+    real_save = checkpoint_lib.Checkpointer.save
+
+    def save_then_stop(self, step, tree):
+        real_save(self, step, tree)
+        if step == 1000:
+            raise _Interrupt
+
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", save_then_stop)
+    with pytest.raises(_Interrupt):
+        run_cell(cell, config(), "", overwrite=True, progress=False,
+                 directory=str(tmp_path / "cell"))  # fmt: skip
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", real_save)
+    capsys.readouterr()
+    run_cell(cell, config(), "", overwrite=True, progress=False, directory=str(tmp_path / "cell"))
+    assert "resumed from the checkpoint at step 1000" in capsys.readouterr().err
+    assert read_csv(tmp_path / "cell") == read_csv(tmp_path / "whole")
+
+    run_cell(cell, config(), "", overwrite=True, progress=False, directory=str(tmp_path / "cell"))
+    assert "resumed from the checkpoint at step 2000" in capsys.readouterr().err  # finished
+    assert read_csv(tmp_path / "cell") == read_csv(tmp_path / "whole")
+
+    other = resolve_seed_block(tiny(load_config("arithmetic", "model=nmu,op=mul")))  # clean
+    run_cell(cell, other, "", overwrite=True, progress=False, directory=str(tmp_path / "cell"))
+    assert "resumed" not in capsys.readouterr().err
+    assert json.load(open(tmp_path / "cell" / "config.json"))["model"]["name"] == "nmu"
+
+
+def test_a_workdir_resumes_its_own_config_and_extensions_only(tmp_path):
+    from nalu_jax.engine.blocks import resolve_seed_block
+    from nalu_jax.runtime.workdir import resumes
+
+    def config(**kw):
+        return resolve_seed_block(tiny(load_config("arithmetic", "model=nau,op=add"), **kw))
+
+    assert not resumes(str(tmp_path / "none"), config())
+    train_and_evaluate(config(steps=1000), str(tmp_path), progress=False)
+    assert resumes(str(tmp_path), config(steps=1000))
+    assert resumes(str(tmp_path), config(steps=2000))  # an extension
+    assert not resumes(str(tmp_path), config(steps=500))  # a budget is never lowered
+    assert not resumes(
+        str(tmp_path), resolve_seed_block(tiny(load_config("arithmetic", "model=nau,op=sub")))
+    )
+    (tmp_path / "config.json").write_text("{")
+    assert not resumes(str(tmp_path), config(steps=1000))
+
+
 def test_quantities_are_per_seed_arrays(tmp_path):
     summary = train_and_evaluate(
         tiny(load_config("single_module", "op=mul,model=nmu"), seeds=3, steps=2000),

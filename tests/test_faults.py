@@ -74,8 +74,8 @@ def checkpoints(workdir):
     return glob.glob(os.path.join(workdir, "checkpoints", "[0-9]*"))
 
 
-def start_and_wait_for_checkpoint(workdir, devices=2):
-    proc = subprocess.Popen(main_cmd(workdir), cwd=ROOT, env=env(devices),
+def start_and_wait_for_checkpoint(workdir, devices=2, args=LONG):
+    proc = subprocess.Popen(main_cmd(workdir, args), cwd=ROOT, env=env(devices),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 600
     while not checkpoints(workdir) and proc.poll() is None and time.monotonic() < deadline:
@@ -96,6 +96,21 @@ def test_signal_saves_then_resume_on_one_device_is_identical(tmp_path, uninterru
     assert "Traceback" not in err
     assert not os.path.exists(os.path.join(workdir, "seeds.csv"))
     out = finish(workdir, devices=1)  # resumed on another device count
+    assert "resumed from the checkpoint at step" in out.stderr
+    assert results(workdir) == uninterrupted
+
+
+@pytest.mark.slow
+def test_a_stopped_overwrite_run_says_to_resume_without_overwrite(tmp_path, uninterrupted):
+    # --overwrite starts clean, so "the same command" would throw the saved steps away
+    workdir = str(tmp_path)
+    proc = start_and_wait_for_checkpoint(workdir, args=[*LONG, "--overwrite"])
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 143, err[-2000:]
+    last = [ln for ln in err.strip().splitlines() if ln.startswith("nalu_jax: error")]
+    assert len(last) == 1 and "run the same command without --overwrite to resume" in last[0]
+    out = finish(workdir)
     assert "resumed from the checkpoint at step" in out.stderr
     assert results(workdir) == uninterrupted
 

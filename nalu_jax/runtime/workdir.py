@@ -116,6 +116,28 @@ def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) ->
     atomic_write(path, text)
 
 
+def resumes(workdir: str, config) -> bool:
+    """Whether ``workdir`` holds a run that ``config`` goes on with: the same config (a run
+    stopped, or finished), or the same but for a larger budget (an extension), as
+    ``prepare_workdir`` without ``overwrite`` accepts it. ``config``: its seed block resolved
+    (``engine.blocks.resolve_seed_block``), as a run records it."""
+    path = os.path.join(workdir, "config.json")
+    if not os.path.exists(path):
+        return False
+    try:
+        with open(path) as f:
+            before = with_added_fields(json.load(f))
+    except ValueError:  # a damaged config.json holds no run to go on with
+        return False
+    after = with_added_fields(json.loads(config_json(config)))
+    if before == after:
+        return True
+    try:
+        return check_extension(before, after)
+    except ConfigError:  # a lowered budget, or one the schedule depends on
+        return False
+
+
 #: fields an extension may change: the budget, and how often checkpoints are written
 EXTENDABLE = ("num_steps", "checkpoint_every")
 EXTENDED = "extended_from.json"  # the smaller num_steps a workdir was trained with before
