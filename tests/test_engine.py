@@ -97,6 +97,20 @@ class _Interrupt(Exception):
     pass
 
 
+def stop_after_saving(monkeypatch, at: int):
+    """Make the checkpoint save at step ``at`` stop the run once its file is written (a stop
+    that saved); returns the real ``save``."""
+    real_save = checkpoint_lib.Checkpointer.save
+
+    def save_then_stop(self, step, tree):
+        real_save(self, step, tree)
+        if step == at:
+            raise _Interrupt
+
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", save_then_stop)
+    return real_save
+
+
 def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
     def config():
         return tiny(load_config("arithmetic", "model=nmu,op=mul"), seeds=3, steps=1500)
@@ -150,14 +164,7 @@ def test_progress_file_formats_each_evaluation_once(tmp_path, monkeypatch):
     assert files == ["".join(final[:d]) for _, d in calls]
 
     calls.clear(), files.clear()
-    real_save = checkpoint_lib.Checkpointer.save
-
-    def save_then_stop(self, step, tree):
-        real_save(self, step, tree)
-        if step == 1000:
-            raise _Interrupt
-
-    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", save_then_stop)
+    stop_after_saving(monkeypatch, 1000)
     with pytest.raises(_Interrupt):
         train_and_evaluate(config(), str(tmp_path / "b"), progress=False)
     assert calls == [(0, 1)]  # stopped at the step-1,000 save, before its file
@@ -195,14 +202,7 @@ def test_reproduce_overwrite_resumes_the_cells_own_run_and_restarts_another(
         return resolve_seed_block(c)
 
     run_cell(cell, config(), "", progress=False, directory=str(tmp_path / "whole"))
-    real_save = checkpoint_lib.Checkpointer.save
-
-    def save_then_stop(self, step, tree):
-        real_save(self, step, tree)
-        if step == 1000:
-            raise _Interrupt
-
-    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", save_then_stop)
+    real_save = stop_after_saving(monkeypatch, 1000)
     with pytest.raises(_Interrupt):
         run_cell(cell, config(), "", overwrite=True, progress=False,
                  directory=str(tmp_path / "cell"))  # fmt: skip
