@@ -237,8 +237,12 @@ def test_a_workdir_resumes_its_own_config_and_extensions_only(tmp_path):
     assert not resumes(
         str(tmp_path), resolve_seed_block(tiny(load_config("arithmetic", "model=nau,op=sub")))
     )
-    (tmp_path / "config.json").write_text("{")
+    (tmp_path / "config.json").write_text("{")  # damaged from outside: one sentence
     assert not resumes(str(tmp_path), config(steps=1000))
+    with pytest.raises(ConfigError, match=r"holds a config\.json that is not valid JSON"):
+        train_and_evaluate(config(steps=1000), str(tmp_path), progress=False)
+    train_and_evaluate(config(steps=1000), str(tmp_path), overwrite=True, progress=False)
+    assert resumes(str(tmp_path), config(steps=1000))
 
 
 def test_quantities_are_per_seed_arrays(tmp_path):

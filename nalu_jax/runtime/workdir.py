@@ -91,11 +91,18 @@ def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) ->
     lock(workdir)
     for stale in glob.glob(os.path.join(workdir, "**", ".tmp-*"), recursive=True):
         os.unlink(stale)  # half-written files of a killed run (we hold the lock)
-    if os.path.exists(path):
+    if os.path.exists(path) and not overwrite:
         with open(path) as f:
             old = f.read()
-        before, after = with_added_fields(json.loads(old)), with_added_fields(json.loads(text))
-        if before != after and not overwrite:
+        try:
+            before = with_added_fields(json.loads(old))
+        except ValueError:  # written atomically, so damaged from outside: no run to compare
+            raise ConfigError(
+                f"workdir {workdir!r} holds a config.json that is not valid JSON; use another "
+                "workdir or pass --overwrite to start it clean."
+            ) from None
+        after = with_added_fields(json.loads(text))
+        if before != after:
             field = first_difference(_fixed(before), _fixed(after)) or first_difference(
                 before, after
             )
