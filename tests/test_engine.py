@@ -117,13 +117,7 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
 
     train_and_evaluate(config(), str(tmp_path / "full"), progress=False)
 
-    real_save = checkpoint_lib.Checkpointer.save
-
-    def save_then_stop(self, step, tree):
-        real_save(self, step, tree)
-        raise _Interrupt  # the process dies right after its first checkpoint
-
-    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", save_then_stop)
+    real_save = stop_after_saving(monkeypatch, 500)  # dies right after its first checkpoint
     with pytest.raises(_Interrupt):
         train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
     assert not os.path.exists(tmp_path / "resumed" / "seeds.csv")
