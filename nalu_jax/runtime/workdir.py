@@ -91,29 +91,24 @@ def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) ->
     lock(workdir)
     for stale in glob.glob(os.path.join(workdir, "**", ".tmp-*"), recursive=True):
         os.unlink(stale)  # half-written files of a killed run (we hold the lock)
-    if os.path.exists(path) and not overwrite:
-        with open(path) as f:
-            old = f.read()
+    if not overwrite:
         try:
-            before = with_added_fields(json.loads(old))
+            before = _recorded(workdir)
         except ValueError:  # written atomically, so damaged from outside: no run to compare
             raise ConfigError(
                 f"workdir {workdir!r} holds a config.json that is not valid JSON; use another "
                 "workdir or pass --overwrite to start it clean."
             ) from None
         after = with_added_fields(json.loads(text))
-        if before != after:
-            field = first_difference(_fixed(before), _fixed(after)) or first_difference(
-                before, after
-            )
-            if field in EXTENDABLE and check_extension(before, after):
-                if int(after["num_steps"]) > int(before["num_steps"]):
-                    _record_extension(workdir, int(before["num_steps"]))
-            else:
+        if before is not None and before != after:
+            if not check_extension(before, after):
                 raise ConfigError(
-                    f"workdir {workdir!r} holds a run whose config differs in {field}; "
-                    "use another workdir or pass --overwrite to replace it."
+                    f"workdir {workdir!r} holds a run whose config differs in "
+                    f"{first_difference(_fixed(before), _fixed(after))}; use another workdir "
+                    "or pass --overwrite to replace it."
                 )
+            if int(after["num_steps"]) > int(before["num_steps"]):
+                _record_extension(workdir, int(before["num_steps"]))
     if overwrite:
         for name in os.listdir(workdir):
             if name == LOCK:
@@ -128,21 +123,27 @@ def resumes(workdir: str, config) -> bool:
     stopped, or finished), or the same but for a larger budget (an extension), as
     ``prepare_workdir`` without ``overwrite`` accepts it. ``config``: its seed block resolved
     (``engine.blocks.resolve_seed_block``), as a run records it."""
-    path = os.path.join(workdir, "config.json")
-    if not os.path.exists(path):
-        return False
     try:
-        with open(path) as f:
-            before = with_added_fields(json.load(f))
+        before = _recorded(workdir)
     except ValueError:  # a damaged config.json holds no run to go on with
         return False
+    if before is None:
+        return False
     after = with_added_fields(json.loads(config_json(config)))
-    if before == after:
-        return True
     try:
-        return check_extension(before, after)
+        return before == after or check_extension(before, after)
     except ConfigError:  # a lowered budget, or one the schedule depends on
         return False
+
+
+def _recorded(workdir: str) -> dict | None:
+    """The config of the run ``workdir`` holds (fields added since filled in), or None where it
+    holds none; a ``ValueError`` where its ``config.json`` is not valid JSON."""
+    path = os.path.join(workdir, "config.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return with_added_fields(json.load(f))
 
 
 #: fields an extension may change: the budget, and how often checkpoints are written
