@@ -85,18 +85,19 @@ def finished(directory: str, config) -> dict | None:
 
 def run_cell(cell: Cell, config, workdir: str, *, progress=True, overwrite=False, directory=None):
     """Run (or resume, or skip) one cell in ``directory`` (default ``cell_dir``); its summary,
-    or None in a non-zero process. ``overwrite`` starts clean only a directory that holds a run
-    of another config."""
+    or None in a non-zero process. A finished run of ``config`` there is skipped, with or
+    without ``overwrite``, which starts clean only a directory that holds a run of another
+    config."""
     from nalu_jax.engine.run import run
     from nalu_jax.experiments import experiment_of
     from nalu_jax.runtime.workdir import resumes
 
     directory = directory or cell_dir(workdir, cell)
     summary = finished(directory, config)
-    if summary is not None and not overwrite:
+    if summary is not None:
         return summary
     # ``overwrite`` replaces what holds another protocol; this cell's own run in the workdir
-    # (stopped, finished or shorter) goes on from its checkpoints, as the same command promises
+    # (stopped or shorter) goes on from its checkpoints, as the same command promises
     restart = overwrite and not resumes(directory, config)
     return run(experiment_of(config), config, directory, overwrite=restart, progress=progress)
 
