@@ -359,6 +359,57 @@ def test_best_steps_are_counted_against_each_cells_ramp(tmp_path):
     assert table("iclr2020-lambda").splitlines()[0] == "| λ̂_sparse | + NAU | − NAU | × NMU |"
 
 
+def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):
+    # a range cell of 3 seeds: U[0,1] (index 2) has two diverged seeds, U[0.1,0.2] (index 3)
+    # fits its interpolation range and misses the extrapolation range; the rest are quiet
+    root = tmp_path / "results"
+    _range_cell(root, "nalu", (0,) * len(RANGE_PAIRS), n=3)
+    d = root / "iclr2020-range" / "mul-nalu"
+    summary = json.loads((d / "summary.json").read_text())
+    head = "seed,solved,best_step,interpolation_mse,extrapolation_mse,diverged,diverged_at"
+    seeds = {
+        2: ["0,0,900,0.5,9.0,1,44801", "1,0,0,nan,nan,1,729", "2,0,1000,2300.0,3.2e7,0,-1"],
+        3: ["0,0,1000,1.6568e-05,579136.5,0,-1", "1,0,1000,6.4e-4,591812.3,0,-1",
+            "2,0,1000,2e-3,580000.0,0,-1"],
+    }  # fmt: skip
+    for h, part in enumerate(summary["settings"]):
+        part["threshold"] = 9.2367e-4
+        rows = seeds.get(h, [f"{k},0,1000,1.0,2.0,0,-1" for k in range(3)])
+        (d / "settings" / f"{h:03d}").mkdir(parents=True)
+        (d / "settings" / f"{h:03d}" / "seeds.csv").write_text("\n".join([head, *rows]) + "\n")
+    (d / "summary.json").write_text(json.dumps(summary))
+    ns = render.Renderer(str(root)).namespace()
+    assert ns["figure_diverged"]("iclr2020-range", "nalu") == (
+        "2 of 21 runs, 2 on U[0,1] (at 729 and 44,801 steps)"
+    )
+    # the errors of the seeds that did not diverge, two significant digits, and how many
+    # interpolation errors are below the threshold (2e-3 is not)
+    assert ns["figure_errors"]("iclr2020-range", "nalu", "U[0.1,0.2]") == (
+        "its 3 seeds: interpolation errors 1.7·10⁻⁵ to 2.0·10⁻³ (2 below the success threshold "
+        "9.2·10⁻⁴), extrapolation errors 5.8·10⁵ to 5.9·10⁵"
+    )
+    assert ns["figure_errors"]("iclr2020-range", "nalu", 2) == (
+        "its 1 seed that did not diverge (of 3): interpolation errors 2300 (0 below the success"
+        " threshold 9.2·10⁻⁴), extrapolation errors 3.2·10⁷"
+    )
+    with pytest.raises(ValueError, match="figure_errors point: 'U\\[1' names no single point"):
+        ns["figure_errors"]("iclr2020-range", "nalu", "U[1")  # U[1,2] and U[1.1,1.2]
+    with pytest.raises(render.Missing):
+        ns["figure_diverged"]("iclr2020-range", "nmu")
+    # a cell without a diverged seed, and each batch's rate (one recorded, one not)
+    for h in (2, 3):
+        rows = [f"{k},0,1000,1.0,2.0,0,-1" for k in range(3)]
+        (d / "settings" / f"{h:03d}" / "seeds.csv").write_text("\n".join([head, *rows]) + "\n")
+    assert ns["figure_diverged"]("iclr2020-range", "nalu") == "none of 21 runs"
+    prov = json.loads((d / "provenance.json").read_text())
+    prov["batches"][0]["seed_steps_per_s"] = 31750.16
+    prov["batches"].append(dict(prov["batches"][0], first_seed=3, seed_steps_per_s=None))
+    (d / "provenance.json").write_text(json.dumps(prov))
+    assert ns["batch_rates"]("iclr2020-range/mul-nalu") == (
+        "seeds 0–2: 31,750 seed-steps/s; seeds 3–5: rate not recorded"
+    )
+
+
 def test_appendix_c_published_rows_name_their_source():
     from nalu_jax.reproduce import tables
 

@@ -10,6 +10,11 @@ figure as a table of success per point and model, its committed budget, and its 
   ``figure_verdict(name)``           the rubric applied to the paper's claim (``CLAIMS``)
   ``figure_solved(name)``            seeds solved over every committed point: "3 of 360 seeds"
   ``figure_best_steps(name)``        the solved seeds' best steps against R_sparse's ramp
+  ``figure_diverged(name, model)``   one model's diverged runs per point, with the step each
+                                     diverged at: "4 of 35 runs, 3 on U[0,1] (at 729, …)"
+  ``figure_errors(name, model, point)``  one point's interpolation and extrapolation errors at
+                                     the best validation step, against the success threshold
+  ``batch_rates(cell)``              each committed batch's seed-steps per second
 
 A figure's cell is ``results/<name>/<op>-<model>`` (its points are one program's sweep settings)
 or ``results/<name>/<op>-<model>-<point>`` (one program per point).
@@ -56,6 +61,23 @@ def _steps(n: int) -> str:
     sup = str(exp).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
     mant = n // 10**exp
     return f"10{sup}" if mant == 1 else f"{mant}·10{sup}"
+
+
+def _sci(v: float) -> str:
+    """Two significant digits, a power of ten where the number is below 0.01 or from 10⁴:
+    "1.7·10⁻⁵", "0.92", "730", "5.8·10⁵"."""
+    r = float(f"{v:.2g}")
+    if r == 0 or 0.01 <= abs(r) < 1e4:
+        return f"{r:g}"
+    mant, exp = f"{r:.1e}".split("e")
+    sup = str(int(exp)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{mant}·10{sup}"
+
+
+def _and(items) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _point_label(axis, value) -> str:
@@ -366,6 +388,105 @@ class FigureFunctions:
                 solved, seeds = solved + int(part["solved"]), seeds + int(part["num_seeds"])
         return f"{solved} of {seeds} seeds"
 
+    def _model_points(self, spec, model, op):
+        """``[(point index, summary, seeds.csv rows)]`` of ``op``-``model``'s committed points
+        in figure ``spec``; ``Missing`` where none is."""
+        out = []
+        for i in range(len(spec.axis.points)):
+            try:
+                summary, _cell, seeds = self._point(spec, f"{op}-{model}", i)
+            except self.Missing:
+                continue
+            out.append((i, summary, results_lib.read_csv(os.path.join(seeds, "seeds.csv"))))
+        if not out:
+            raise self.Missing(f"{spec.name}/{op}-{model}")
+        return out
+
+    @staticmethod
+    def _where(spec, i) -> str:
+        """Point ``i`` of figure ``spec`` in a sentence: "on U[0,1]" (its interpolation range),
+        "at overlap ratio 0.5"."""
+        label = _point_label(spec.axis, spec.axis.points[i])
+        if spec.axis.name == "range":
+            return "on " + label.split(" → ")[0]
+        return f"at {spec.axis.label} {label}"
+
+    def figure_diverged(self, name, model, op="mul") -> str:
+        """``op``-``model``'s runs in figure ``name`` that diverged (the rubric counts them as
+        unsolved), per point with the step each diverged at: "4 of 35 runs, 3 on U[0,1] (at
+        38,604, 44,801 and 355,793 steps) and 1 on U[10,20] (at 729 steps)"; "none of 35
+        runs"."""
+        from nalu_jax.reproduce import specs
+
+        spec = specs.table(name)
+        points = self._model_points(spec, model, op)
+        runs = sum(len(rows) for _, _, rows in points)
+        total, parts = 0, []
+        for i, _summary, rows in points:
+            steps = sorted(int(r.get("diverged_at") or -1) for r in rows
+                           if int(r.get("diverged") or 0))  # fmt: skip
+            if not steps:
+                continue
+            total += len(steps)
+            at = _and([f"{t:,}" for t in steps]) + " steps" if min(steps) >= 0 else (
+                "steps not recorded")  # fmt: skip
+            parts.append(f"{len(steps)} {self._where(spec, i)} (at {at})")
+        return f"{total} of {runs} runs, {_and(parts)}" if total else f"none of {runs} runs"
+
+    def figure_errors(self, name, model, point, op="mul") -> str:
+        """Point ``point`` (its index, or the start of its label: "U[0.1,0.2]") of ``op``-
+        ``model`` in figure ``name``: its seeds' interpolation and extrapolation errors (MSE)
+        at their best validation step, and how many interpolation errors are below the
+        point's success threshold, over the seeds that did not diverge: "its 5 seeds:
+        interpolation errors 1.7·10⁻⁵ to 6.4·10⁻⁴ (5 below the success threshold 9.2·10⁻⁴),
+        extrapolation errors 5.8·10⁵ to 5.9·10⁵"."""
+        from nalu_jax.reproduce import specs
+
+        spec = specs.table(name)
+        labels = [_point_label(spec.axis, v) for v in spec.axis.points]
+        if isinstance(point, str):
+            matches = [i for i, label in enumerate(labels) if label.startswith(point)]
+            if len(matches) != 1:
+                raise ValueError(f"figure_errors point: {point!r} names no single point of "
+                                 f"{name} ({'; '.join(labels)})")  # fmt: skip
+            point = matches[0]
+        found = {i: (s, rows) for i, s, rows in self._model_points(spec, model, op)}
+        if point not in found:
+            raise self.Missing(f"{name}/{op}-{model} point {labels[point]}")
+        summary, rows = found[point]
+        kept = [r for r in rows if not int(r.get("diverged") or 0)]
+        if not kept:
+            return f"all {len(rows)} of its seeds diverged"
+
+        def span(key):
+            values = sorted(float(r[key]) for r in kept if math.isfinite(float(r[key])))
+            if not values:
+                return "not finite"
+            lo, hi = _sci(values[0]), _sci(values[-1])
+            return lo if lo == hi else f"{lo} to {hi}"
+
+        threshold = float(summary["threshold"])
+        below = sum(float(r["interpolation_mse"]) < threshold for r in kept)
+        who = f"its {len(kept)} seed{'s' if len(kept) > 1 else ''}"
+        if len(kept) < len(rows):
+            who += f" that did not diverge (of {len(rows)})"
+        return (
+            f"{who}: interpolation errors {span('interpolation_mse')} ({below} below the "
+            f"success threshold {_sci(threshold)}), extrapolation errors "
+            f"{span('extrapolation_mse')}"
+        )
+
+    def batch_rates(self, cell) -> str:
+        """Each committed batch of results cell ``cell``: its seeds and the seed-steps per
+        second it trained at, "seeds 0–4: 31,750 seed-steps/s; seeds 5–9: 28,700"."""
+        parts = []
+        for n, b in enumerate(self.r.batches(cell)):
+            seeds = f"seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}"
+            rate = b.get("seed_steps_per_s")
+            unit = " seed-steps/s" if n == 0 else ""
+            parts.append(f"{seeds}: {f'{rate:,.0f}{unit}' if rate else 'rate not recorded'}")
+        return "; ".join(parts)
+
     def figure_claim(self, name) -> str:
         return CLAIMS[name][0] if name in CLAIMS else "none stated in the text"
 
@@ -373,4 +494,5 @@ class FigureFunctions:
 def functions(renderer) -> dict:
     f = FigureFunctions(renderer)
     return {n: getattr(f, n) for n in ("figure_table", "figure_budget", "figure_verdict",
-                                       "figure_claim", "figure_solved", "figure_best_steps")}  # fmt: skip
+                                       "figure_claim", "figure_solved", "figure_best_steps",
+                                       "figure_diverged", "figure_errors", "batch_rates")}  # fmt: skip
