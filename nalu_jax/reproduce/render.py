@@ -41,7 +41,10 @@ Functions (all read ``results/``):
   ``not_covered_rows()``                           glance rows of experiments not implemented
   and ``render_nalu.functions``: ``sm_table``, ``budget_line``, ``length_claims``,
   ``scaled_table``, ``reference_misread`` (the NALU paper's experiments and the single-module
-  tables beyond two inputs; see that module)
+  tables beyond two inputs; see that module), and ``figures_render.functions``:
+  ``figure_table``, ``figure_budget``, ``figure_verdict``, ``figure_claim``, ``figure_solved``,
+  ``figure_best_steps``, ``figure_diverged``, ``figure_errors``, ``batch_rates`` (the ICLR 2020
+  dataset-parameter and λ̂ figures; see that module)
 """
 
 from __future__ import annotations
