@@ -382,6 +382,9 @@ def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):
     assert ns["figure_diverged"]("iclr2020-range", "nalu") == (
         "2 of 21 runs, 2 on U[0,1] (at 729 and 44,801 steps)"
     )
+    assert ns["figure_diverged"]("iclr2020-range", "nalu", detail=False) == (
+        "2 of 21 runs, all by step 44,801"
+    )
     # the errors of the seeds that did not diverge, two significant digits, and how many
     # interpolation errors are below the threshold (2e-3 is not)
     assert ns["figure_errors"]("iclr2020-range", "nalu", "U[0.1,0.2]") == (
@@ -540,6 +543,33 @@ def test_the_gated_unit_is_stacked_where_the_scripts_stack_it():
         assert layers(name) == ("gated_nau_nmu", "gated_nau_nmu"), name
     assert layers("iclr2020-arithmetic", "div") == ("gated_nau_nmu", "gated_nau_nmu")
     assert layers("iclr2020-gate") == layers("iclr2020-gate", "add") == ("nau", "gated_nau_nmu")
+
+
+def test_the_stacked_gated_unit_overflows_float32_at_initialisation_above_one():
+    # the figures' gated NAU/NMU (both layers) multiplies, in its first layer's NMU path, 100
+    # factors W·x + 1 − W with W in U[0.25, 0.75] at initialisation: on U[10,20] each factor is
+    # at least 1 + 0.25·9 = 3.25, and 3.25¹⁰⁰ ≈ 1.7·10⁵¹ is past float32's 3.4·10³⁸, so the
+    # network's output is not finite at any initialisation (the figure's seeds diverge at step
+    # 0 there); on U[0.1,0.2] every factor is below 1 and the output is finite
+    import jax
+    import numpy as np
+    from flax import nnx
+
+    from nalu_jax.models.arithmetic import build_model
+
+    assert 3.25**100 > float(np.finfo(np.float32).max)
+    spec = specs.table("iclr2020-range")
+    m = cell_config(spec, specs.cells(spec, ["gated_nau_nmu"], ["mul"])[0]).model
+    for seed in range(5):
+        net = build_model(m.name, 100, rngs=nnx.Rngs(seed), hidden_size=m.hidden_size,
+                          first_layer=m.first_layer)  # fmt: skip
+        key = jax.random.key(seed)
+        big = jax.random.uniform(key, (16, 100), minval=10.0, maxval=20.0)
+        small = jax.random.uniform(key, (16, 100), minval=0.1, maxval=0.2)
+        first = net.layers[0]
+        assert np.all(np.asarray(first.nmu(big)) == np.inf)
+        assert not np.isfinite(np.asarray(net(big))).any()
+        assert np.isfinite(np.asarray(net(small))).all()
 
 
 def test_a_study_renders_its_own_cells(tmp_path):

@@ -411,27 +411,33 @@ class FigureFunctions:
             return "on " + label.split(" → ")[0]
         return f"at {spec.axis.label} {label}"
 
-    def figure_diverged(self, name, model, op="mul") -> str:
+    def figure_diverged(self, name, model, op="mul", detail=True) -> str:
         """``op``-``model``'s runs in figure ``name`` that diverged (the rubric counts them as
         unsolved), per point with the step each diverged at: "4 of 35 runs, 3 on U[0,1] (at
         38,604, 44,801 and 355,793 steps) and 1 on U[10,20] (at 729 steps)"; "none of 35
-        runs"."""
+        runs"; ``detail=False``: the count and the last step, "89 of 90 runs, all by step
+        180"."""
         from nalu_jax.reproduce import specs
 
         spec = specs.table(name)
         points = self._model_points(spec, model, op)
         runs = sum(len(rows) for _, _, rows in points)
-        total, parts = 0, []
+        total, parts, last = 0, [], -1
         for i, _summary, rows in points:
             steps = sorted(int(r.get("diverged_at") or -1) for r in rows
                            if int(r.get("diverged") or 0))  # fmt: skip
             if not steps:
                 continue
-            total += len(steps)
+            total, last = total + len(steps), max(last, *steps)
             at = _and([f"{t:,}" for t in steps]) + " steps" if min(steps) >= 0 else (
                 "steps not recorded")  # fmt: skip
             parts.append(f"{len(steps)} {self._where(spec, i)} (at {at})")
-        return f"{total} of {runs} runs, {_and(parts)}" if total else f"none of {runs} runs"
+        if not total:
+            return f"none of {runs} runs"
+        if not detail:
+            by = f"all by step {last:,}" if last >= 0 else "steps not recorded"
+            return f"{total} of {runs} runs, {by}"
+        return f"{total} of {runs} runs, {_and(parts)}"
 
     def figure_errors(self, name, model, point, op="mul") -> str:
         """Point ``point`` (its index, or the start of its label: "U[0.1,0.2]") of ``op``-
