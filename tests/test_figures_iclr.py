@@ -397,6 +397,8 @@ def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):
     )
     with pytest.raises(ValueError, match="figure_errors point: 'U\\[1' names no single point"):
         ns["figure_errors"]("iclr2020-range", "nalu", "U[1")  # U[1,2] and U[1.1,1.2]
+    with pytest.raises(ValueError, match="figure_errors point: 7 is not an index"):
+        ns["figure_errors"]("iclr2020-range", "nalu", 7)
     with pytest.raises(render.Missing):
         ns["figure_diverged"]("iclr2020-range", "nmu")
     # a cell without a diverged seed, and each batch's rate (one recorded, one not)

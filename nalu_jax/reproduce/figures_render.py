@@ -422,20 +422,21 @@ class FigureFunctions:
         spec = specs.table(name)
         points = self._model_points(spec, model, op)
         runs = sum(len(rows) for _, _, rows in points)
-        total, parts, last = 0, [], -1
+        total, parts, steps_all = 0, [], []
         for i, _summary, rows in points:
             steps = sorted(int(r.get("diverged_at") or -1) for r in rows
                            if int(r.get("diverged") or 0))  # fmt: skip
             if not steps:
                 continue
-            total, last = total + len(steps), max(last, *steps)
+            total, steps_all = total + len(steps), steps_all + steps
             at = _and([f"{t:,}" for t in steps]) + " steps" if min(steps) >= 0 else (
-                "steps not recorded")  # fmt: skip
+                "steps not all recorded")  # fmt: skip
             parts.append(f"{len(steps)} {self._where(spec, i)} (at {at})")
         if not total:
             return f"none of {runs} runs"
         if not detail:
-            by = f"all by step {last:,}" if last >= 0 else "steps not recorded"
+            by = (f"all by step {max(steps_all):,}" if min(steps_all) >= 0
+                  else "steps not all recorded")  # fmt: skip
             return f"{total} of {runs} runs, {by}"
         return f"{total} of {runs} runs, {_and(parts)}"
 
@@ -456,6 +457,9 @@ class FigureFunctions:
                 raise ValueError(f"figure_errors point: {point!r} names no single point of "
                                  f"{name} ({'; '.join(labels)})")  # fmt: skip
             point = matches[0]
+        elif not 0 <= point < len(labels):
+            raise ValueError(f"figure_errors point: {point} is not an index of {name}'s "
+                             f"{len(labels)} points")  # fmt: skip
         found = {i: (s, rows) for i, s, rows in self._model_points(spec, model, op)}
         if point not in found:
             raise self.Missing(f"{name}/{op}-{model} point {labels[point]}")
