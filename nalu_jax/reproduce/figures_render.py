@@ -53,12 +53,15 @@ def _usual(values):
     return min(counts, key=lambda v: (-counts[v], v)) if counts else None
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def _steps(n: int) -> str:
     """``2·10⁶`` for 2,000,000, ``25,000`` where no power of ten is shorter."""
     exp = len(str(n)) - len(str(n).rstrip("0"))
     if exp < 4:
         return f"{n:,}"
-    sup = str(exp).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    sup = str(exp).translate(_SUPERSCRIPT)
     mant = n // 10**exp
     return f"10{sup}" if mant == 1 else f"{mant}·10{sup}"
 
@@ -70,7 +73,7 @@ def _sci(v: float) -> str:
     if r == 0 or 0.01 <= abs(r) < 1e4:
         return f"{r:g}"
     mant, exp = f"{r:.1e}".split("e")
-    sup = str(int(exp)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    sup = str(int(exp)).translate(_SUPERSCRIPT)
     return f"{mant}·10{sup}"
 
 
@@ -460,10 +463,8 @@ class FigureFunctions:
         elif not 0 <= point < len(labels):
             raise ValueError(f"figure_errors point: {point} is not an index of {name}'s "
                              f"{len(labels)} points")  # fmt: skip
-        found = {i: (s, rows) for i, s, rows in self._model_points(spec, model, op)}
-        if point not in found:
-            raise self.Missing(f"{name}/{op}-{model} point {labels[point]}")
-        summary, rows = found[point]
+        summary, _cell, seeds = self._point(spec, f"{op}-{model}", point)  # Missing: not committed
+        rows = results_lib.read_csv(os.path.join(seeds, "seeds.csv"))
         kept = [r for r in rows if not int(r.get("diverged") or 0)]
         if not kept:
             return f"all {len(rows)} of its seeds diverged"
@@ -491,7 +492,7 @@ class FigureFunctions:
         second it trained at, "seeds 0–4: 31,750 seed-steps/s; seeds 5–9: 28,700"."""
         parts = []
         for n, b in enumerate(self.r.batches(cell)):
-            seeds = f"seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}"
+            seeds = f"seeds {results_lib.seed_span(b)}"
             rate = b.get("seed_steps_per_s")
             unit = " seed-steps/s" if n == 0 else ""
             parts.append(f"{seeds}: {f'{rate:,.0f}{unit}' if rate else 'rate not recorded'}")

@@ -163,7 +163,7 @@ class Renderer(
             for b in self.batches(c):
                 where = _machine(b, paren=False)
                 parts.append(
-                    f"`{c}`: seeds {b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1}, "
+                    f"`{c}`: seeds {results_lib.seed_span(b)}, "
                     f"commit {b['commit'][:7]}{' (modified)' if b.get('dirty') else ''}, "
                     f"{b['date'][:10]}, {where}, {_wall(b)}"
                 )
@@ -345,7 +345,7 @@ class Renderer(
                 where = _machine(b)
                 lines.append(
                     f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label}{merged} | "
-                    f"{b['first_seed']}–{b['first_seed'] + b['num_seeds'] - 1} | "
+                    f"{results_lib.seed_span(b)} | "
                     f"{b['commit'][:7]}{' (modified)' if b.get('dirty') else ''} | "
                     f"{b['date'][:10]} | {_wall(b)} | {round(b['seed_steps_per_s']):,} | {where} |"
                 )

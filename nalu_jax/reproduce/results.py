@@ -120,6 +120,11 @@ def machine() -> dict:
     return out if width is None else {**out, "vector_width": width}
 
 
+def seed_span(batch: dict) -> str:
+    """A provenance batch's seeds, first to last: "0–4"."""
+    return f"{batch['first_seed']}–{batch['first_seed'] + batch['num_seeds'] - 1}"
+
+
 def describe_machine(m: dict, paren: bool = False) -> str:
     """A provenance machine in words: the CPU, its cores and, where recorded, XLA:CPU's vector
     width ("AMD EPYC, 2 cores, 256-bit vectors"; ``paren``: "AMD EPYC (2 cores, …)"), or the
