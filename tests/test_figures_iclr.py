@@ -415,6 +415,81 @@ def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):
     )
 
 
+def test_spans_solvers_errors_and_wall_minutes_of_an_overlap_column(tmp_path):
+    # an overlap column of 2 seeds per ratio (0, 0.1, 0.25, 0.5, 0.75, 1): ratio 1 solves both
+    # (at 2·10⁶ and 3·10⁶), 0.5 one (seed 1), 0 has a diverged seed; thresholds differ by
+    # ratio; seeds.csv writes a NaN error as an empty field
+    root = tmp_path / "results"
+    ratios = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+    solved = (0, 0, 0, 1, 0, 2)
+    medians = {3: 4_000_000.0, 5: 2_500_000.0}
+    parts = [_summary(k, 2, 5_000_000) | {"setting_values": {"overlap_ratio": r},
+             "threshold": 0.1 if r < 1 else 0.2, "solved_at_median": medians.get(h)}
+             for h, (r, k) in enumerate(zip(ratios, solved, strict=True))]  # fmt: skip
+    _commit(root, "iclr2020-overlap/mul-nac_mul", {"settings": parts}, 2, 5_000_000)
+    d = root / "iclr2020-overlap" / "mul-nac_mul"
+    head = (
+        "seed,solved,best_step,interpolation_mse,extrapolation_mse,solved_at,diverged,diverged_at"
+    )
+    seeds = {
+        0: ["0,0,10,0.5,,,1,1234", "1,0,10,0.05,300.0,,0,-1"],
+        3: ["0,0,10,2.0,40.0,,0,-1", "1,1,10,1e-9,1e-8,4000000,0,-1"],
+        5: ["0,1,10,1e-9,1e-8,2000000,0,-1", "1,1,10,1e-9,1e-8,3000000,0,-1"],
+    }
+    for h in range(len(ratios)):
+        rows = seeds.get(h, [f"{k},0,10,3.0,,,0,-1" for k in range(2)])
+        (d / "settings" / f"{h:03d}").mkdir(parents=True)
+        (d / "settings" / f"{h:03d}" / "seeds.csv").write_text("\n".join([head, *rows]) + "\n")
+    prov = json.loads((d / "provenance.json").read_text())
+    prov["batches"][0] |= {"wall_time_s": 1810.0, "seed_steps_per_s": 16791.4}
+    prov["batches"].append(dict(prov["batches"][0], first_seed=2, wall_time_s=8700.0,
+                                seed_steps_per_s=17224.8))  # fmt: skip
+    (d / "provenance.json").write_text(json.dumps(prov))
+    ns = render.Renderer(str(root)).namespace()
+    span = ns["figure_span"]
+    assert span("iclr2020-overlap", "nac_mul", points=["1"]) == "2 of 2"  # a label, not "1…"
+    assert span("iclr2020-overlap", "nac_mul", points=["0", "0.5", 2]) == "0 to 1 of 2"
+    assert span("iclr2020-overlap", "nac_mul", what="diverged") == "0 to 1 of 2"
+    assert span("iclr2020-overlap", "nac_mul", what="solved_at_median") == "2.5·10⁶ to 4.0·10⁶"
+    assert span("iclr2020-overlap", "nac_mul", what="solved_at_median", points=[0]) == (
+        "no seed solved"
+    )
+    with pytest.raises(ValueError, match="figure_span what: 'best' is not solved, diverged"):
+        span("iclr2020-overlap", "nac_mul", what="best")
+    with pytest.raises(ValueError, match="figure_span point: '0.3' names no single point"):
+        span("iclr2020-overlap", "nac_mul", points=["0.3"])
+    with pytest.raises(ValueError, match="figure_span point: 6 is not an index"):
+        span("iclr2020-overlap", "nac_mul", points=[6])
+    with pytest.raises(render.Missing):
+        span("iclr2020-overlap", "nmu")
+    assert ns["figure_solvers"]("iclr2020-overlap", "nac_mul") == (
+        "seed 1 at overlap ratio 0.5 (at 4,000,000 steps) and seeds 0 and 1 at overlap ratio 1 "
+        "(at 2,000,000 and 3,000,000 steps)"
+    )
+    errors = ns["figure_errors"]
+    # every point: the 11 runs that did not diverge, against each point's own threshold; a NaN
+    # extrapolation error is left out of the span
+    assert errors("iclr2020-overlap", "nac_mul") == (
+        "its 11 runs that did not diverge (of 12): interpolation errors 1.0·10⁻⁹ to 3 (4 below "
+        "their points' success thresholds), extrapolation errors 1.0·10⁻⁸ to 300"
+    )
+    assert errors("iclr2020-overlap", "nac_mul", unsolved=True) == (
+        "its 8 runs that did not solve or diverge (of 9): interpolation errors 0.05 to 3 (1 "
+        "below the success threshold 0.1), extrapolation errors 40 to 300"  # ratio 1's solved
+    )
+    assert (
+        errors("iclr2020-overlap", "nac_mul", "1", unsolved=True) == "no seeds that did not solve"
+    )
+    assert errors("iclr2020-overlap", "nac_mul", "0.75") == (
+        "its 2 seeds: interpolation errors 3 (0 below the success threshold 0.1), extrapolation "
+        "errors not finite"
+    )
+    assert ns["wall_minutes"]("iclr2020-overlap/mul-nac_mul") == "175 min"
+    assert ns["batch_rates"]("iclr2020-overlap/mul-nac_mul", minutes=True) == (
+        "seeds 0–1: 30 min, 16,791 seed-steps/s; seeds 2–3: 145 min, 17,225"
+    )
+
+
 def test_appendix_c_published_rows_name_their_source():
     from nalu_jax.reproduce import tables
 

@@ -14,7 +14,12 @@ figure as a table of success per point and model, its committed budget, and its 
                                      diverged at: "4 of 35 runs, 3 on U[0,1] (at 729, …)"
   ``figure_errors(name, model, point)``  one point's interpolation and extrapolation errors at
                                      the best validation step, against the success threshold
-  ``batch_rates(cell)``              each committed batch's seed-steps per second
+  ``figure_span(name, model, what)``  one model's solved or diverged seeds, or median
+                                     solved-at step, over some points: "1 to 3 of 10"
+  ``figure_solvers(name, model)``    one model's solved seeds per point and their solved-at
+  ``wall_minutes(*cells)``           each cell's wall time: "33, 35, 30 and 33 min"
+  ``batch_rates(cell)``              each committed batch's seed-steps per second (and
+                                     ``minutes=True``: its wall time)
 
 A figure's cell is ``results/<name>/<op>-<model>`` (its points are one program's sweep settings)
 or ``results/<name>/<op>-<model>-<point>`` (one program per point).
@@ -75,6 +80,11 @@ def _sci(v: float) -> str:
     mant, exp = f"{r:.1e}".split("e")
     sup = str(int(exp)).translate(_SUPERSCRIPT)
     return f"{mant}·10{sup}"
+
+
+def _number(text: str) -> float:
+    """A ``seeds.csv`` field as a number: an empty field (how it writes NaN) is NaN."""
+    return float(text) if text.strip() else math.nan
 
 
 def _and(items) -> str:
@@ -443,59 +453,146 @@ class FigureFunctions:
             return f"{total} of {runs} runs, {by}"
         return f"{total} of {runs} runs, {_and(parts)}"
 
-    def figure_errors(self, name, model, point, op="mul") -> str:
-        """Point ``point`` (its index, or the start of its label: "U[0.1,0.2]") of ``op``-
-        ``model`` in figure ``name``: its seeds' interpolation and extrapolation errors (MSE)
-        at their best validation step, and how many interpolation errors are below the
-        point's success threshold, over the seeds that did not diverge: "its 5 seeds:
+    def figure_errors(self, name, model, point=None, op="mul", unsolved=False) -> str:
+        """Point ``point`` (its index, its label "0.5", or the start of its label
+        "U[0.1,0.2]"; None: every committed point) of ``op``-``model`` in figure ``name``: its
+        seeds' interpolation and extrapolation errors (MSE) at their best validation step,
+        and how many interpolation errors are below the point's success threshold, over the
+        seeds that did not diverge (``unsolved``: and did not solve): "its 5 seeds:
         interpolation errors 1.7·10⁻⁵ to 6.4·10⁻⁴ (5 below the success threshold 9.2·10⁻⁴),
         extrapolation errors 5.8·10⁵ to 5.9·10⁵"."""
         from nalu_jax.reproduce import specs
 
         spec = specs.table(name)
-        labels = [_point_label(spec.axis, v) for v in spec.axis.points]
-        if isinstance(point, str):
-            matches = [i for i, label in enumerate(labels) if label.startswith(point)]
-            if len(matches) != 1:
-                raise ValueError(f"figure_errors point: {point!r} names no single point of "
-                                 f"{name} ({'; '.join(labels)})")  # fmt: skip
-            point = matches[0]
-        elif not 0 <= point < len(labels):
-            raise ValueError(f"figure_errors point: {point} is not an index of {name}'s "
-                             f"{len(labels)} points")  # fmt: skip
-        summary, _cell, seeds = self._point(spec, f"{op}-{model}", point)  # Missing: not committed
-        rows = results_lib.read_csv(os.path.join(seeds, "seeds.csv"))
-        kept = [r for r in rows if not int(r.get("diverged") or 0)]
+        if point is None:
+            points = [(s, rows) for _, s, rows in self._model_points(spec, model, op)]
+        else:
+            i = self._point_index(spec, point, "figure_errors")
+            summary, _cell, seeds = self._point(spec, f"{op}-{model}", i)  # Missing: not committed
+            points = [(summary, results_lib.read_csv(os.path.join(seeds, "seeds.csv")))]
+        rows = [(float(s["threshold"]), r) for s, part in points for r in part
+                if not unsolved or not int(r["solved"])]  # fmt: skip
+        what = "seed" if point is not None else "run"
+        what_all = f"{what}s" + (" that did not solve" if unsolved else "")
+        kept = [(t, r) for t, r in rows if not int(r.get("diverged") or 0)]
         if not kept:
-            return f"all {len(rows)} of its seeds diverged"
+            return f"all {len(rows)} of its {what_all} diverged" if rows else f"no {what_all}"
 
-        def span(key):
-            values = sorted(float(r[key]) for r in kept if math.isfinite(float(r[key])))
+        def span(key):  # seeds.csv writes a NaN error as an empty field
+            values = sorted(v for v in (_number(r[key]) for _, r in kept) if math.isfinite(v))
             if not values:
                 return "not finite"
             lo, hi = _sci(values[0]), _sci(values[-1])
             return lo if lo == hi else f"{lo} to {hi}"
 
-        threshold = float(summary["threshold"])
-        below = sum(float(r["interpolation_mse"]) < threshold for r in kept)
-        who = f"its {len(kept)} seed{'s' if len(kept) > 1 else ''}"
+        thresholds = sorted({t for t, _ in kept})
+        below = sum(_number(r["interpolation_mse"]) < t for t, r in kept)
+        against = (f"the success threshold {_sci(thresholds[0])}" if len(thresholds) == 1
+                   else "their points' success thresholds")  # fmt: skip
+        who = f"its {len(kept)} {what}{'s' if len(kept) > 1 else ''}"
+        if unsolved:
+            who += " that did not solve"
         if len(kept) < len(rows):
-            who += f" that did not diverge (of {len(rows)})"
+            who += f"{' or' if unsolved else ' that did not'} diverge (of {len(rows)})"
         return (
-            f"{who}: interpolation errors {span('interpolation_mse')} ({below} below the "
-            f"success threshold {_sci(threshold)}), extrapolation errors "
-            f"{span('extrapolation_mse')}"
+            f"{who}: interpolation errors {span('interpolation_mse')} ({below} below "
+            f"{against}), extrapolation errors {span('extrapolation_mse')}"
         )
 
-    def batch_rates(self, cell) -> str:
+    @staticmethod
+    def _point_index(spec, point, what: str) -> int:
+        """Point ``point`` of figure ``spec`` as an index: an index, a label ("0.5"), or the
+        start of a single label ("U[0.1,0.2]"); else ``ValueError`` naming ``what``."""
+        labels = [_point_label(spec.axis, v) for v in spec.axis.points]
+        if isinstance(point, str):
+            if point in labels:
+                return labels.index(point)
+            matches = [i for i, label in enumerate(labels) if label.startswith(point)]
+            if len(matches) != 1:
+                raise ValueError(f"{what} point: {point!r} names no single point of "
+                                 f"{spec.name} ({'; '.join(labels)})")  # fmt: skip
+            return matches[0]
+        if not isinstance(point, int) or not 0 <= point < len(labels):
+            raise ValueError(f"{what} point: {point!r} is not an index of {spec.name}'s "
+                             f"{len(labels)} points")  # fmt: skip
+        return point
+
+    def figure_span(self, name, model, what="solved", points=None, op="mul") -> str:
+        """What ``op``-``model``'s points in figure ``name`` show, over ``points`` (indices or
+        labels as ``figure_errors``'; default every committed point): ``what="solved"`` or
+        ``"diverged"``, the seeds per point, "10 of 10" where every point has as many, else
+        "1 to 3 of 10"; ``what="solved_at_median"``, the points' median solved-at steps,
+        "1.9·10⁶ to 2.7·10⁶" (a point where no seed solved has none: "no seed solved" where
+        none has)."""
+        from nalu_jax.reproduce import specs
+
+        if what not in ("solved", "diverged", "solved_at_median"):
+            raise ValueError(f"figure_span what: {what!r} is not solved, diverged or "
+                             "solved_at_median")  # fmt: skip
+        spec = specs.table(name)
+        wanted = (None if points is None
+                  else {self._point_index(spec, p, "figure_span") for p in points})  # fmt: skip
+        picked = [(s, rows) for i, s, rows in self._model_points(spec, model, op)
+                  if wanted is None or i in wanted]  # fmt: skip
+        if wanted is not None and len(picked) < len(wanted):
+            raise self.Missing(f"{name}/{op}-{model}: a point of {sorted(wanted)}")
+        if what == "solved_at_median":
+            values = sorted(float(s["solved_at_median"]) for s, _ in picked
+                            if s.get("solved_at_median") is not None)  # fmt: skip
+            if not values:
+                return "no seed solved"
+            lo, hi = _sci(values[0]), _sci(values[-1])
+            return lo if lo == hi else f"{lo} to {hi}"
+        counts = [
+            (int(s["solved"]) if what == "solved"
+             else sum(int(r.get("diverged") or 0) for r in rows), len(rows))
+            for s, rows in picked
+        ]  # fmt: skip
+        sizes = {n for _, n in counts}
+        if len(sizes) > 1:
+            return _and([f"{k}/{n}" for k, n in counts])
+        lo, hi = min(k for k, _ in counts), max(k for k, _ in counts)
+        return f"{lo} of {sizes.pop()}" if lo == hi else f"{lo} to {hi} of {sizes.pop()}"
+
+    def figure_solvers(self, name, model, op="mul") -> str:
+        """``op``-``model``'s solved seeds in figure ``name`` per point, with the step each
+        solved at: "seed 7 at subset ratio 0.05 (at 1,548,000 steps) and seed 7 at subset
+        ratio 0.1 (at 1,804,000 steps)"; "none of 40 runs"."""
+        from nalu_jax.reproduce import specs
+
+        spec = specs.table(name)
+        points = self._model_points(spec, model, op)
+        parts = []
+        for i, _summary, rows in points:
+            solved = [r for r in rows if int(r["solved"])]
+            if not solved:
+                continue
+            seeds = _and([r["seed"] for r in solved])
+            at = _and([f"{int(float(r['solved_at'])):,}" for r in solved])
+            parts.append(f"seed{'s' if len(solved) > 1 else ''} {seeds} {self._where(spec, i)} "
+                         f"(at {at} steps)")  # fmt: skip
+        if not parts:
+            return f"none of {sum(len(rows) for _, _, rows in points)} runs"
+        return _and(parts)
+
+    def wall_minutes(self, *cells) -> str:
+        """Each results cell's wall time over its batches, in whole minutes: "33, 35, 30 and
+        33 min"."""
+        minutes = [f"{sum(b['wall_time_s'] for b in self.r.batches(c)) / 60:.0f}" for c in cells]
+        return f"{_and(minutes)} min"
+
+    def batch_rates(self, cell, minutes=False) -> str:
         """Each committed batch of results cell ``cell``: its seeds and the seed-steps per
-        second it trained at, "seeds 0–4: 31,750 seed-steps/s; seeds 5–9: 28,700"."""
+        second it trained at, "seeds 0–4: 31,750 seed-steps/s; seeds 5–9: 28,700";
+        ``minutes``: its wall time first, "seeds 0–4: 92 min, 31,750 seed-steps/s; …"."""
         parts = []
         for n, b in enumerate(self.r.batches(cell)):
             seeds = f"seeds {results_lib.seed_span(b)}"
             rate = b.get("seed_steps_per_s")
             unit = " seed-steps/s" if n == 0 else ""
-            parts.append(f"{seeds}: {f'{rate:,.0f}{unit}' if rate else 'rate not recorded'}")
+            wall = f"{b['wall_time_s'] / 60:.0f} min, " if minutes else ""
+            parts.append(f"{seeds}: {wall}"
+                         f"{f'{rate:,.0f}{unit}' if rate else 'rate not recorded'}")  # fmt: skip
         return "; ".join(parts)
 
     def figure_claim(self, name) -> str:
@@ -506,4 +603,5 @@ def functions(renderer) -> dict:
     f = FigureFunctions(renderer)
     return {n: getattr(f, n) for n in ("figure_table", "figure_budget", "figure_verdict",
                                        "figure_claim", "figure_solved", "figure_best_steps",
-                                       "figure_diverged", "figure_errors", "batch_rates")}  # fmt: skip
+                                       "figure_diverged", "figure_errors", "figure_span",
+                                       "figure_solvers", "wall_minutes", "batch_rates")}  # fmt: skip

@@ -43,8 +43,9 @@ Functions (all read ``results/``):
   ``scaled_table``, ``reference_misread`` (the NALU paper's experiments and the single-module
   tables beyond two inputs; see that module), and ``figures_render.functions``:
   ``figure_table``, ``figure_budget``, ``figure_verdict``, ``figure_claim``, ``figure_solved``,
-  ``figure_best_steps``, ``figure_diverged``, ``figure_errors``, ``batch_rates`` (the ICLR 2020
-  dataset-parameter and λ̂ figures; see that module)
+  ``figure_best_steps``, ``figure_diverged``, ``figure_errors``, ``figure_span``,
+  ``figure_solvers``, ``wall_minutes``, ``batch_rates`` (the ICLR 2020 dataset-parameter and λ̂
+  figures; see that module)
 """
 
 from __future__ import annotations
