@@ -415,7 +415,7 @@ def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):
     )
 
 
-def test_spans_solvers_errors_and_wall_minutes_of_an_overlap_column(tmp_path):
+def test_spans_solvers_errors_seeds_against_and_wall_minutes_of_an_overlap_column(tmp_path):
     # an overlap column of 2 seeds per ratio (0, 0.1, 0.25, 0.5, 0.75, 1): ratio 1 solves both
     # (at 2·10⁶ and 3·10⁶), 0.5 one (seed 1), 0 has a diverged seed; thresholds differ by
     # ratio; seeds.csv writes a NaN error as an empty field
@@ -484,6 +484,33 @@ def test_spans_solvers_errors_and_wall_minutes_of_an_overlap_column(tmp_path):
         "its 2 seeds: interpolation errors 3 (0 below the success threshold 0.1), extrapolation "
         "errors not finite"
     )
+    # a one-setting cell against the figure's points: its rows as the point's, then changed
+    table = root / "iclr2020-arithmetic" / "mul-nac_mul"
+    _commit(root, "iclr2020-arithmetic/mul-nac_mul", _summary(1, 2, 5_000_000), 2, 5_000_000)
+
+    def against(rows, point="0.5", **kw):
+        (table / "seeds.csv").write_text("\n".join([head, *rows]) + "\n")
+        return ns["seeds_against"](f"iclr2020-overlap/mul-nac_mul@{point}",
+                                   "iclr2020-arithmetic/mul-nac_mul", **kw)  # fmt: skip
+
+    assert against(seeds[3]) == "identical per-seed rows (seeds 0–1)"
+    assert against(["0,0,10,2.5,40.0,,0,-1", "1,1,10,1e-9,1e-8,4100000,0,-1"]) == (
+        "the same 1 of 2 seeds solve (seeds 0–1), solved-at within 2.4%"  # 10⁵ of 4.1·10⁶
+    )
+    assert against(["0,0,10,2.5,40.0,,0,-1", "1,1,10,2e-9,1e-8,4000000,0,-1"]) == (
+        "the same 1 of 2 seeds solve (seeds 0–1), at the same steps"
+    )
+    assert against(["0,1,10,1e-9,1e-8,4500000,0,-1", "1,0,10,2.0,40.0,,0,-1"],
+                   names=("the figure's run", "the table's")) == (
+        "1 of 2 solve in each (seeds 0–1), seed 1 only in the figure's run (at 4,000,000 "
+        "steps) and seed 0 only in the table's (at 4,500,000 steps)"
+    )  # fmt: skip
+    assert against(["0,1,10,1e-9,1e-8,1000000,0,-1", "1,1,10,1e-9,1e-8,5000000,0,-1"], "1") == (
+        "the same 2 of 2 seeds solve (seeds 0–1), solved-at within 100%"  # 2·10⁶ against 10⁶
+    )
+    assert against(["1,0,10,2.0,40.0,,0,-1"], "0.75") == "no seed solves in either (seed 1)"
+    with pytest.raises(ValueError, match="seeds_against: .* hold no seed in common"):
+        against(["5,0,10,2.0,40.0,,0,-1"])
     assert ns["wall_minutes"]("iclr2020-overlap/mul-nac_mul") == "175 min"
     assert ns["batch_rates"]("iclr2020-overlap/mul-nac_mul", minutes=True) == (
         "seeds 0–1: 30 min, 16,791 seed-steps/s; seeds 2–3: 145 min, 17,225"

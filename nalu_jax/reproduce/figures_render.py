@@ -17,6 +17,8 @@ figure as a table of success per point and model, its committed budget, and its 
   ``figure_span(name, model, what)``  one model's solved or diverged seeds, or median
                                      solved-at step, over some points: "1 to 3 of 10"
   ``figure_solvers(name, model)``    one model's solved seeds per point and their solved-at
+  ``seeds_against(a, b)``            two runs' per-seed rows on their common seeds:
+                                     identical, the same solvers, or which seeds differ
   ``wall_minutes(*cells)``           each cell's wall time: "33, 35, 30 and 33 min"
   ``batch_rates(cell)``              each committed batch's seed-steps per second (and
                                      ``minutes=True``: its wall time)
@@ -575,6 +577,66 @@ class FigureFunctions:
             return f"none of {sum(len(rows) for _, _, rows in points)} runs"
         return _and(parts)
 
+    def _seed_rows(self, where: str) -> dict:
+        """``{seed: row}`` of ``where``: a results cell ("iclr2020-arithmetic/mul-nmu") or a
+        point of a figure's cell ("iclr2020-subset/mul-nmu@0.25", a label as
+        ``figure_errors``')."""
+        from nalu_jax.reproduce import specs
+
+        if "@" in where:
+            path, point = where.split("@", 1)
+            name, key = path.split("/", 1)
+            spec = specs.table(name)
+            _summary, _cell, seeds = self._point(
+                spec, key, self._point_index(spec, point, "seeds_against")
+            )
+        else:
+            seeds = self.r._dir(where)
+        return {int(r["seed"]): r for r in results_lib.read_csv(os.path.join(seeds, "seeds.csv"))}
+
+    def seeds_against(self, a, b, names=("the first", "the second")) -> str:
+        """Two runs' per-seed rows (``a``, ``b``: a results cell or a figure's point, as
+        ``_seed_rows``) on the seeds both hold: "identical per-seed rows (seeds 0–9)"; else
+        whether the same seeds solve, the seeds solving in one only (``names``: how the text
+        calls ``a`` and ``b``) and how far apart the common solvers' solved-at steps are:
+        "the same 10 of 10 seeds solve (seeds 0–9), solved-at within 0.4%"."""
+        rows_a, rows_b = self._seed_rows(a), self._seed_rows(b)
+        common = sorted(set(rows_a) & set(rows_b))
+        if not common:
+            raise ValueError(f"seeds_against: {a} and {b} hold no seed in common")
+        if len(common) == 1:
+            seeds = f"seed {common[0]}"
+        elif common == list(range(common[0], common[-1] + 1)):
+            seeds = f"seeds {common[0]}–{common[-1]}"
+        else:
+            seeds = "seeds " + _and([str(k) for k in common])
+        if all(rows_a[k] == rows_b[k] for k in common):
+            return f"identical per-seed rows ({seeds})"
+        solved_a = {k for k in common if int(rows_a[k]["solved"])}
+        solved_b = {k for k in common if int(rows_b[k]["solved"])}
+        both = sorted(solved_a & solved_b)
+        apart = [abs(float(rows_a[k]["solved_at"]) - float(rows_b[k]["solved_at"]))
+                 / float(rows_b[k]["solved_at"]) for k in both]  # fmt: skip
+        steps = ("at the same steps" if not apart or max(apart) == 0
+                 else f"solved-at within {_percent(100 * max(apart))}")  # fmt: skip
+        if solved_a == solved_b:
+            if not both:
+                return f"no seed solves in either ({seeds})"
+            return f"the same {len(both)} of {len(common)} seeds solve ({seeds}), {steps}"
+
+        def only(ks, rows, name):
+            at = _and([f"{int(float(rows[k]['solved_at'])):,}" for k in ks])
+            which = _and([str(k) for k in ks])
+            return f"seed{'s' if len(ks) > 1 else ''} {which} only in {name} (at {at} steps)"
+
+        parts = [only(sorted(ks), rows, name)
+                 for ks, rows, name in ((solved_a - solved_b, rows_a, names[0]),
+                                        (solved_b - solved_a, rows_b, names[1])) if ks]  # fmt: skip
+        counts = (f"{len(solved_a)} of {len(common)} solve in each" if len(solved_a) == len(solved_b)
+                  else f"{len(solved_a)} and {len(solved_b)} of {len(common)} solve")  # fmt: skip
+        tail = f"; the seeds solving in both {steps}" if both else ""
+        return f"{counts} ({seeds}), {_and(parts)}{tail}"
+
     def wall_minutes(self, *cells) -> str:
         """Each results cell's wall time over its batches, in whole minutes: "33, 35, 30 and
         33 min"."""
@@ -604,4 +666,5 @@ def functions(renderer) -> dict:
     return {n: getattr(f, n) for n in ("figure_table", "figure_budget", "figure_verdict",
                                        "figure_claim", "figure_solved", "figure_best_steps",
                                        "figure_diverged", "figure_errors", "figure_span",
-                                       "figure_solvers", "wall_minutes", "batch_rates")}  # fmt: skip
+                                       "figure_solvers", "seeds_against", "wall_minutes",
+                                       "batch_rates")}  # fmt: skip
