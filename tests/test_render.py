@@ -274,3 +274,40 @@ def test_table_verdict_names_the_cells_of_one_verdict_together(tmp_path):
         "**not settled**: 1 of 4 cells reproduced; not settled at 1/250 of the budget: "
         "× Gated NAU/NMU, + NALU (shared), + Gated NAU/NMU"
     )
+
+
+def test_batch_seeds_solved_steps_and_late_solvers_read_each_batchs_seeds(tmp_path):
+    # a cell of two batches: seeds 0–2 (10 min) and 3–6 (25 min, seed 5 diverged); solved-at
+    # steps by seed: 0: 100, 1: 300, 3: 250, 4: 400, 6: 1,000,000
+    root = tmp_path / "results"
+    first = {"first_seed": 0, "num_seeds": 3, "wall_time_s": 600.0}
+    second = {"first_seed": 3, "num_seeds": 4, "wall_time_s": 1500.0}
+    _cell(root, "gate/add-nalu", _arith_summary(5, 7, 10_000), batches=[first, second])
+    rows = ["0,1,100,0", "1,1,300,0", "2,0,,0", "3,1,250,0", "4,1,400,0", "5,0,,1",
+            "6,1,1000000,0"]  # fmt: skip
+    head = "seed,solved,solved_at,diverged,diverged_at"
+    at = {"5": "1234"}
+    lines = [f"{r},{at.get(r.split(',')[0], -1)}" for r in rows]
+    (root / "gate" / "add-nalu" / "seeds.csv").write_text("\n".join([head, *lines]) + "\n")
+    ns = render.Renderer(str(root)).namespace()
+    cell = "gate/add-nalu"
+    assert ns["batch_seeds"](cell, 0) == "10 min: 2 of 3 solved, at 100 to 300 steps; none diverged"
+    assert ns["batch_seeds"](cell, -1) == (
+        "25 min: 3 of 4 solved, at 250 to 1,000,000 steps; seed 5 diverged (at 1,234 steps)"
+    )
+    assert ns["solved_steps"](cell) == "100 to 1,000,000"
+    assert ns["solved_steps"](cell, (0, 2), stat="mean") == "200"
+    assert ns["solved_steps"](cell, (3, 3)) == "250"
+    assert ns["solved_steps"](cell, (5, 5)) == "no seed solved"
+    # after every solver of seeds 0–2 (the last at 300): 400 and 1,000,000, not 250
+    assert ns["late_solvers"](cell, (3, 6), (0, 2)) == (
+        "2 seeds, at 400 and 1,000,000 steps (the last of seeds 0–2 at 300)"
+    )
+    assert ns["late_solvers"](cell, (3, 3), (0, 2)) == "none (the last of seeds 0–2 at 300)"
+    assert ns["late_solvers"](cell, (0, 1), (5, 5)) == (
+        "2 seeds, at 100 and 300 steps (none of seed 5 solved)"
+    )
+    with pytest.raises(ValueError, match="seeds 7–9: gate/add-nalu holds none of them"):
+        ns["solved_steps"](cell, (7, 9))
+    with pytest.raises(ValueError, match="solved_steps stat: 'median' is neither"):
+        ns["solved_steps"](cell, stat="median")

@@ -28,6 +28,10 @@ Functions (all read ``results/``):
   ``identity_table(cell)``                         identity failure: MAE per activation
   ``lengths_table(cells, labels=None)``            success per test length per model
   ``provenance(*cells)``                           commit, date, machine, wall time
+  ``batch_seeds(cell, k)``                         batch k: minutes, solved (and when), diverged
+  ``solved_steps(cell, seeds=None, stat="span")``  the solvers' solved-at steps: first to last,
+                                                   or their mean; ``seeds``: (first, last) only
+  ``late_solvers(cell, seeds, before)``            seeds solving after every solver of ``before``
   ``verdict(text, *cells)``                        ``text`` when every cell is committed, else
                                                    "no committed data"
   (``nalu_jax.reproduce.verdicts``, the rubric's computed verdicts:)
@@ -169,6 +173,72 @@ class Renderer(
                     f"{b['date'][:10]}, {where}, {_wall(b)}"
                 )
         return "; ".join(parts)
+
+    def _rows_of(self, cell, seeds=None) -> list[dict]:
+        """``cell``'s ``seeds.csv`` rows; ``seeds``: only those of seeds ``(first, last)``."""
+        rows = results_lib.read_csv(os.path.join(self._dir(cell), "seeds.csv"))
+        if seeds is None:
+            return rows
+        first, last = seeds
+        picked = [r for r in rows if first <= int(r["seed"]) <= last]
+        if not picked:
+            raise ValueError(f"seeds {first}–{last}: {cell} holds none of them")
+        return picked
+
+    def solved_steps(self, cell, seeds=None, stat="span") -> str:
+        """The solved-at steps of ``cell``'s solved seeds (``seeds``: of seeds ``(first,
+        last)`` only): ``stat="span"``, "2,145,000 to 4,844,000" (one solver: "530,000");
+        ``"mean"``, their mean to three digits, "181,000"; "no seed solved" where none did."""
+        steps = sorted(int(float(r["solved_at"])) for r in self._rows_of(cell, seeds)
+                       if int(r["solved"]))  # fmt: skip
+        if stat not in ("span", "mean"):
+            raise ValueError(f"solved_steps stat: {stat!r} is neither span nor mean")
+        if not steps:
+            return "no seed solved"
+        if stat == "mean":
+            return f"{float(f'{sum(steps) / len(steps):.3g}'):,.0f}"
+        return f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,} to {steps[-1]:,}"
+
+    def batch_seeds(self, cell, k) -> str:
+        """Batch ``k`` of ``cell``'s provenance (negative: from the last) and what its seeds
+        did: "52 min: 9 of 60 solved, at 2,149,000 to 4,927,000 steps; seed 77 diverged (at
+        1,973,247 steps)", or "…; none diverged"."""
+        b = self.batches(cell)[k]
+        first = int(b["first_seed"])
+        rows = self._rows_of(cell, (first, first + int(b["num_seeds"]) - 1))
+        solved = sum(int(r["solved"]) for r in rows)
+        at = (
+            f", at {self.solved_steps(cell, (first, first + len(rows) - 1))} steps"
+            if solved
+            else ""
+        )
+        gone = [r for r in rows if int(r.get("diverged") or 0)]
+        if not gone:
+            diverged = "none diverged"
+        else:
+            seeds = ", ".join(r["seed"] for r in gone)
+            steps = ", ".join(f"{int(r['diverged_at']):,}" for r in gone)
+            diverged = (f"seed{'s' if len(gone) > 1 else ''} {seeds} diverged (at {steps} "
+                        "steps)")  # fmt: skip
+        wall = b.get("wall_time_s")
+        minutes = f"{wall / 60:.0f} min" if wall else "wall time not recorded"
+        return f"{minutes}: {solved} of {len(rows)} solved{at}; {diverged}"
+
+    def late_solvers(self, cell, seeds, before) -> str:
+        """The seeds of ``seeds`` ``(first, last)`` in ``cell`` that solved after every solver
+        of the seeds ``before`` ``(first, last)``: "2 seeds, at 2,918,000 and 3,487,000 steps
+        (the last of seeds 0–39 at 508,000)"; "none (…)"."""
+        last = max((int(float(r["solved_at"])) for r in self._rows_of(cell, before)
+                    if int(r["solved"])), default=0)  # fmt: skip
+        late = sorted(int(float(r["solved_at"])) for r in self._rows_of(cell, seeds)
+                      if int(r["solved"]) and int(float(r["solved_at"])) > last)  # fmt: skip
+        ref = f"seeds {before[0]}–{before[1]}" if before[1] > before[0] else f"seed {before[0]}"
+        ref = f"the last of {ref} at {last:,}" if last else f"none of {ref} solved"
+        if not late:
+            return f"none ({ref})"
+        at = ", ".join(f"{t:,}" for t in late[:-1]) + (" and " if len(late) > 1 else "")
+        return (f"{len(late)} seed{'s' if len(late) > 1 else ''}, at {at}{late[-1]:,} steps "
+                f"({ref})")  # fmt: skip
 
     # ------------------------------------------------------------------- published tables
     @staticmethod
@@ -508,7 +578,8 @@ class Renderer(
                  "gridworld_table", "arith_tests", "repeated_looks", "published_solved_at_means",
                  "published_medians", "table_verdict", "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
-                 "cross_commit", "settled", "study")  # fmt: skip
+                 "cross_commit", "settled", "study", "solved_steps", "batch_seeds",
+                 "late_solvers")  # fmt: skip
         from nalu_jax.reproduce import figures_render, render_nalu, specs
 
         return {
