@@ -359,6 +359,19 @@ def test_best_steps_are_counted_against_each_cells_ramp(tmp_path):
     assert table("iclr2020-lambda").splitlines()[0] == "| λ̂_sparse | + NAU | − NAU | × NMU |"
 
 
+def test_cell_best_steps_counts_a_table_cells_solvers_against_its_ramp(tmp_path):
+    # × NMU's ramp is 10⁶ → 2·10⁶ (nalu_jax.models); an unsolved seed is not counted
+    root = tmp_path / "results"
+    _commit(root, "iclr2020-arithmetic/mul-nmu", _summary(4, 5, 5_000_000), 5, 5_000_000)
+    d = root / "iclr2020-arithmetic" / "mul-nmu"
+    rows = ["0,1,1000000", "1,1,1500000", "2,1,1999999", "3,1,2000000", "4,0,10"]
+    (d / "seeds.csv").write_text("\n".join(["seed,solved,best_step", *rows]) + "\n")
+    (d / "config.json").write_text(json.dumps({"model": {"name": "nmu"}, "train": {}}))
+    assert render.Renderer(str(root)).namespace()["cell_best_steps"](
+        "iclr2020-arithmetic/mul-nmu"
+    ) == ("1 at or before its start (10⁶), 2 inside, 1 at or after its end (2·10⁶)")
+
+
 def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):
     # a range cell of 3 seeds: U[0,1] (index 2) has two diverged seeds, U[0.1,0.2] (index 3)
     # fits its interpolation range and misses the extrapolation range; the rest are quiet

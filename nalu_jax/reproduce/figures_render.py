@@ -10,6 +10,7 @@ figure as a table of success per point and model, its committed budget, and its 
   ``figure_verdict(name)``           the rubric applied to the paper's claim (``CLAIMS``)
   ``figure_solved(name)``            seeds solved over every committed point: "3 of 360 seeds"
   ``figure_best_steps(name)``        the solved seeds' best steps against R_sparse's ramp
+  ``cell_best_steps(cell)``          the same for one results cell of one setting
   ``figure_diverged(name, model)``   one model's diverged runs per point, with the step each
                                      diverged at: "4 of 35 runs, 3 on U[0,1] (at 729, …)"
   ``figure_errors(name, model, point)``  one point's interpolation and extrapolation errors at
@@ -241,6 +242,21 @@ class FigureFunctions:
 
         head = [spec.axis.label] + [f"{OP_LABELS.get(op, op)} {v.label}" for op, v in columns]
         return self._grid(spec, head, columns, text)
+
+    def cell_best_steps(self, cell) -> str:
+        """Where the solved seeds' best validation steps (the step their sparsity error is read
+        at) of one-setting results cell ``cell`` fall against its R_sparse ramp: "3 at or
+        before its start (10⁶), 35 inside, 2 at or after its end (2·10⁶)"."""
+        path = self.r._dir(cell)
+        start, end = self._ramp(path, {})
+        steps = [int(r["best_step"])
+                 for r in results_lib.read_csv(os.path.join(path, "seeds.csv"))
+                 if int(r["solved"])]  # fmt: skip
+        before = sum(t <= start for t in steps)
+        after = sum(t >= end for t in steps)
+        return (f"{before} at or before its start ({_steps(int(start))}), "
+                f"{len(steps) - before - after} inside, {after} at or after its end "
+                f"({_steps(int(end))})")  # fmt: skip
 
     def _ramp(self, cell, values) -> tuple[float, float]:
         """R_sparse's ramp (first and last iteration) of committed cell directory ``cell`` at
@@ -667,4 +683,4 @@ def functions(renderer) -> dict:
                                        "figure_claim", "figure_solved", "figure_best_steps",
                                        "figure_diverged", "figure_errors", "figure_span",
                                        "figure_solvers", "seeds_against", "wall_minutes",
-                                       "batch_rates")}  # fmt: skip
+                                       "cell_best_steps", "batch_rates")}  # fmt: skip
