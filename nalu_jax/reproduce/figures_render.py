@@ -37,6 +37,7 @@ from collections import Counter
 from nalu_jax.config import as_tuples
 from nalu_jax.reproduce import results as results_lib
 from nalu_jax.reproduce.figures_iclr import CLAIMS
+from nalu_jax.reproduce.results import and_list
 from nalu_jax.reproduce.specs import OP_LABELS
 
 
@@ -88,12 +89,6 @@ def _sci(v: float) -> str:
 def _number(text: str) -> float:
     """A ``seeds.csv`` field as a number: an empty field (how it writes NaN) is NaN."""
     return float(text) if text.strip() else math.nan
-
-
-def _and(items) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _point_label(axis, value) -> str:
@@ -460,7 +455,7 @@ class FigureFunctions:
             if not steps:
                 continue
             total, steps_all = total + len(steps), steps_all + steps
-            at = _and([f"{t:,}" for t in steps]) + " steps" if min(steps) >= 0 else (
+            at = and_list([f"{t:,}" for t in steps]) + " steps" if min(steps) >= 0 else (
                 "steps not all recorded")  # fmt: skip
             parts.append(f"{len(steps)} {self._where(spec, i)} (at {at})")
         if not total:
@@ -469,7 +464,7 @@ class FigureFunctions:
             by = (f"all by step {max(steps_all):,}" if min(steps_all) >= 0
                   else "steps not all recorded")  # fmt: skip
             return f"{total} of {runs} runs, {by}"
-        return f"{total} of {runs} runs, {_and(parts)}"
+        return f"{total} of {runs} runs, {and_list(parts)}"
 
     def figure_errors(self, name, model, point=None, op="mul", unsolved=False) -> str:
         """Point ``point`` (its index, its label "0.5", or the start of its label
@@ -568,7 +563,7 @@ class FigureFunctions:
         ]  # fmt: skip
         sizes = {n for _, n in counts}
         if len(sizes) > 1:
-            return _and([f"{k}/{n}" for k, n in counts])
+            return and_list([f"{k}/{n}" for k, n in counts])
         lo, hi = min(k for k, _ in counts), max(k for k, _ in counts)
         return f"{lo} of {sizes.pop()}" if lo == hi else f"{lo} to {hi} of {sizes.pop()}"
 
@@ -585,13 +580,13 @@ class FigureFunctions:
             solved = [r for r in rows if int(r["solved"])]
             if not solved:
                 continue
-            seeds = _and([r["seed"] for r in solved])
-            at = _and([f"{int(float(r['solved_at'])):,}" for r in solved])
+            seeds = and_list([r["seed"] for r in solved])
+            at = and_list([f"{int(float(r['solved_at'])):,}" for r in solved])
             parts.append(f"seed{'s' if len(solved) > 1 else ''} {seeds} {self._where(spec, i)} "
                          f"(at {at} steps)")  # fmt: skip
         if not parts:
             return f"none of {sum(len(rows) for _, _, rows in points)} runs"
-        return _and(parts)
+        return and_list(parts)
 
     def _seed_rows(self, where: str) -> dict:
         """``{seed: row}`` of ``where``: a results cell ("iclr2020-arithmetic/mul-nmu") or a
@@ -625,7 +620,7 @@ class FigureFunctions:
         elif common == list(range(common[0], common[-1] + 1)):
             seeds = f"seeds {common[0]}–{common[-1]}"
         else:
-            seeds = "seeds " + _and([str(k) for k in common])
+            seeds = "seeds " + and_list([str(k) for k in common])
         if all(rows_a[k] == rows_b[k] for k in common):
             return f"identical per-seed rows ({seeds})"
         solved_a = {k for k in common if int(rows_a[k]["solved"])}
@@ -641,8 +636,8 @@ class FigureFunctions:
             return f"the same {len(both)} of {len(common)} seeds solve ({seeds}), {steps}"
 
         def only(ks, rows, name):
-            at = _and([f"{int(float(rows[k]['solved_at'])):,}" for k in ks])
-            which = _and([str(k) for k in ks])
+            at = and_list([f"{int(float(rows[k]['solved_at'])):,}" for k in ks])
+            which = and_list([str(k) for k in ks])
             return f"seed{'s' if len(ks) > 1 else ''} {which} only in {name} (at {at} steps)"
 
         parts = [only(sorted(ks), rows, name)
@@ -651,13 +646,13 @@ class FigureFunctions:
         counts = (f"{len(solved_a)} of {len(common)} solve in each" if len(solved_a) == len(solved_b)
                   else f"{len(solved_a)} and {len(solved_b)} of {len(common)} solve")  # fmt: skip
         tail = f"; the seeds solving in both {steps}" if both else ""
-        return f"{counts} ({seeds}), {_and(parts)}{tail}"
+        return f"{counts} ({seeds}), {and_list(parts)}{tail}"
 
     def wall_minutes(self, *cells) -> str:
         """Each results cell's wall time over its batches, in whole minutes: "33, 35, 30 and
         33 min"."""
         minutes = [f"{sum(b['wall_time_s'] for b in self.r.batches(c)) / 60:.0f}" for c in cells]
-        return f"{_and(minutes)} min"
+        return f"{and_list(minutes)} min"
 
     def batch_rates(self, cell, minutes=False) -> str:
         """Each committed batch of results cell ``cell``: its seeds and the seed-steps per

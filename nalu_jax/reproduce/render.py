@@ -47,9 +47,9 @@ Functions (all read ``results/``):
   ``scaled_table``, ``reference_misread`` (the NALU paper's experiments and the single-module
   tables beyond two inputs; see that module), and ``figures_render.functions``:
   ``figure_table``, ``figure_budget``, ``figure_verdict``, ``figure_claim``, ``figure_solved``,
-  ``figure_best_steps``, ``figure_diverged``, ``figure_errors``, ``figure_span``,
-  ``figure_solvers``, ``wall_minutes``, ``batch_rates`` (the ICLR 2020 dataset-parameter and λ̂
-  figures; see that module)
+  ``figure_best_steps``, ``cell_best_steps``, ``figure_diverged``, ``figure_errors``,
+  ``figure_span``, ``figure_solvers``, ``seeds_against``, ``wall_minutes``, ``batch_rates`` (the
+  ICLR 2020 dataset-parameter and λ̂ figures; see that module)
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ import re
 import sys
 
 from nalu_jax.reproduce import results as results_lib
+from nalu_jax.reproduce.results import and_list
 from nalu_jax.reproduce.seedtests import fraction_words, no_seed_solved
 from nalu_jax.reproduce.verdicts import (
     BudgetFunctions,
@@ -204,14 +205,10 @@ class Renderer(
         did: "52 min: 9 of 60 solved, at 2,149,000 to 4,927,000 steps; seed 77 diverged (at
         1,973,247 steps)", or "…; none diverged"."""
         b = self.batches(cell)[k]
-        first = int(b["first_seed"])
-        rows = self._rows_of(cell, (first, first + int(b["num_seeds"]) - 1))
+        span = (int(b["first_seed"]), int(b["first_seed"]) + int(b["num_seeds"]) - 1)
+        rows = self._rows_of(cell, span)
         solved = sum(int(r["solved"]) for r in rows)
-        at = (
-            f", at {self.solved_steps(cell, (first, first + len(rows) - 1))} steps"
-            if solved
-            else ""
-        )
+        at = f", at {self.solved_steps(cell, span)} steps" if solved else ""
         gone = [r for r in rows if int(r.get("diverged") or 0)]
         if not gone:
             diverged = "none diverged"
@@ -236,8 +233,8 @@ class Renderer(
         ref = f"the last of {ref} at {last:,}" if last else f"none of {ref} solved"
         if not late:
             return f"none ({ref})"
-        at = ", ".join(f"{t:,}" for t in late[:-1]) + (" and " if len(late) > 1 else "")
-        return (f"{len(late)} seed{'s' if len(late) > 1 else ''}, at {at}{late[-1]:,} steps "
+        at = and_list([f"{t:,}" for t in late])
+        return (f"{len(late)} seed{'s' if len(late) > 1 else ''}, at {at} steps "
                 f"({ref})")  # fmt: skip
 
     # ------------------------------------------------------------------- published tables

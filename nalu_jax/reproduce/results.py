@@ -120,6 +120,12 @@ def machine() -> dict:
     return out if width is None else {**out, "vector_width": width}
 
 
+def and_list(items) -> str:
+    """Items in a sentence: ``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def seed_span(batch: dict) -> str:
     """A provenance batch's seeds, first to last: "0–4"."""
     return f"{batch['first_seed']}–{batch['first_seed'] + batch['num_seeds'] - 1}"
