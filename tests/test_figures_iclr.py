@@ -367,9 +367,21 @@ def test_cell_best_steps_counts_a_table_cells_solvers_against_its_ramp(tmp_path)
     rows = ["0,1,1000000", "1,1,1500000", "2,1,1999999", "3,1,2000000", "4,0,10"]
     (d / "seeds.csv").write_text("\n".join(["seed,solved,best_step", *rows]) + "\n")
     (d / "config.json").write_text(json.dumps({"model": {"name": "nmu"}, "train": {}}))
-    assert render.Renderer(str(root)).namespace()["cell_best_steps"](
-        "iclr2020-arithmetic/mul-nmu"
-    ) == ("1 at or before its start (10⁶), 2 inside, 1 at or after its end (2·10⁶)")
+    best_steps = render.Renderer(str(root)).namespace()["cell_best_steps"]
+    assert best_steps("iclr2020-arithmetic/mul-nmu") == (
+        "1 at or before its start (10⁶), 2 inside, 1 at or after its end (2·10⁶)"
+    )
+    # the authors' 98 solved × NMU seeds, counted by hand from the best.model.step column of
+    # stable-nalu's sft-last.csv: 0, 47 and 51
+    assert best_steps("iclr2020-arithmetic/mul-nmu", published=True) == (
+        "0 at or before its start (10⁶), 47 inside, 51 at or after its end (2·10⁶)"
+    )
+    _commit(root, "iclr2020-arithmetic/mul-gated_nau_nmu", _summary(0, 4, 10), 4, 10)
+    (root / "iclr2020-arithmetic" / "mul-gated_nau_nmu" / "config.json").write_text(
+        json.dumps({"model": {"name": "nmu"}, "train": {}})
+    )
+    with pytest.raises(ValueError, match="no published best steps for mul-gated_nau_nmu"):
+        best_steps("iclr2020-arithmetic/mul-gated_nau_nmu", published=True)
 
 
 def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):

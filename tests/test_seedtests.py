@@ -30,6 +30,17 @@ def test_shipped_seeds_summarise_to_the_published_table():
     assert checked == 60  # 10 models × 6 ops
 
 
+def test_shipped_seeds_carry_each_seeds_best_step():
+    # sft-last.csv's best.model.step is a 1-based row among evaluations every 1,000 iterations
+    # from 0: Linear + seed 0 has 2790 (iteration 2,789,000), NMU z² seed 0 has 4597
+    seeds = seedtests.published_seeds()
+    assert seeds[("add", "linear")]["best_step"][0] == 2_789_000
+    squared = seeds[("squared", "nmu")]
+    assert squared["best_step"][squared["seed"] == 0][0] == 4_596_000
+    assert all((v["best_step"] % 1000 == 0).all() and (v["best_step"] <= 5_000_000).all()
+               for v in seeds.values())  # fmt: skip
+
+
 def test_smallest_mann_whitney_p_is_complete_separation():
     assert seedtests.min_mwu_p(3, 3) == pytest.approx(2 / 20)
     assert seedtests.min_mwu_p(2, 7) == pytest.approx(2 / 36)

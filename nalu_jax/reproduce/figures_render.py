@@ -238,15 +238,26 @@ class FigureFunctions:
         head = [spec.axis.label] + [f"{OP_LABELS.get(op, op)} {v.label}" for op, v in columns]
         return self._grid(spec, head, columns, text)
 
-    def cell_best_steps(self, cell) -> str:
+    def cell_best_steps(self, cell, published=False) -> str:
         """Where the solved seeds' best validation steps (the step their sparsity error is read
         at) of one-setting results cell ``cell`` fall against its R_sparse ramp: "3 at or
-        before its start (10⁶), 35 inside, 2 at or after its end (2·10⁶)"."""
+        before its start (10⁶), 35 inside, 2 at or after its end (2·10⁶)"; ``published``: the
+        authors' seeds of the same table cell (``results/iclr2020-arithmetic/OP-MODEL``, from
+        ``seedtests.published_seeds``) against the same ramp."""
+        from nalu_jax.reproduce import seedtests
+
         path = self.r._dir(cell)
         start, end = self._ramp(path, {})
-        steps = [int(r["best_step"])
-                 for r in results_lib.read_csv(os.path.join(path, "seeds.csv"))
-                 if int(r["solved"])]  # fmt: skip
+        if published:
+            op, model = os.path.basename(os.path.normpath(cell)).split("-", 1)
+            pub = seedtests.published_seeds().get((op, model))
+            if pub is None or "best_step" not in pub:
+                raise ValueError(f"cell_best_steps: no published best steps for {op}-{model}")
+            steps = [int(t) for t, ok in zip(pub["best_step"], pub["solved"], strict=True) if ok]
+        else:
+            steps = [int(r["best_step"])
+                     for r in results_lib.read_csv(os.path.join(path, "seeds.csv"))
+                     if int(r["solved"])]  # fmt: skip
         before = sum(t <= start for t in steps)
         after = sum(t >= end for t in steps)
         return (f"{before} at or before its start ({_steps(int(start))}), "

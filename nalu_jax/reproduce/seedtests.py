@@ -29,8 +29,10 @@ SEEDS_FILE = "iclr2020-static-seeds.csv"
 
 
 def published_seeds(name: str = SEEDS_FILE) -> dict:
-    """``{(op, model): {"solved": bool[n], "solved_at": float[n], "sparsity_error": float[n]}}``
-    from a published per-seed file (``#`` lines are its citation; empty fields are NaN)."""
+    """``{(op, model): {"seed": int[n], "solved": bool[n], "solved_at": float[n],
+    "sparsity_error": float[n]}}`` from a published per-seed file (``#`` lines are its
+    citation; empty fields are NaN), and ``"best_step": float[n]`` where the file has the
+    column."""
     text = resources.files("nalu_jax.reproduce").joinpath("published", name).read_text()
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     rows: dict = {}
@@ -46,7 +48,12 @@ def published_seeds(name: str = SEEDS_FILE) -> dict:
             "solved": np.array([r["solved"] == "1" for r in rs]),
             "solved_at": np.array([num(r["solved_at"]) for r in rs]),
             "sparsity_error": np.array([num(r["sparsity_error"]) for r in rs]),
-        }
+            **(
+                {"best_step": np.array([num(r["best_step"]) for r in rs])}
+                if "best_step" in rs[0]
+                else {}
+            ),
+        }  # fmt: skip
         for key, rs in rows.items()
     }
 
