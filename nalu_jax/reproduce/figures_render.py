@@ -91,6 +91,20 @@ def _number(text: str) -> float:
     return float(text) if text.strip() else math.nan
 
 
+def _solved_best_steps(seeds_dir: str) -> list[int]:
+    """The best validation steps of the solved seeds in ``seeds_dir``'s ``seeds.csv``."""
+    rows = results_lib.read_csv(os.path.join(seeds_dir, "seeds.csv"))
+    return [int(r["best_step"]) for r in rows if int(r["solved"])]
+
+
+def _against_ramp(steps, start: float, end: float) -> tuple[int, int, int]:
+    """How many of ``steps`` fall at or before R_sparse's ramp ``start``, inside it, and at
+    or after its ``end``."""
+    before = sum(t <= start for t in steps)
+    after = sum(t >= end for t in steps)
+    return before, len(steps) - before - after, after
+
+
 def _point_label(axis, value) -> str:
     if axis.name == "range":
         inter, extra = value
@@ -228,12 +242,8 @@ class FigureFunctions:
 
         def text(_op, _v, _i, s, cell, seeds):
             start, end = self._ramp(cell, s.get("setting_values", {}))
-            steps = [int(r["best_step"])
-                     for r in results_lib.read_csv(os.path.join(seeds, "seeds.csv"))
-                     if int(r["solved"])]  # fmt: skip
-            before = sum(t <= start for t in steps)
-            after = sum(t >= end for t in steps)
-            return f"{before} / {len(steps) - before - after} / {after}"
+            before, inside, after = _against_ramp(_solved_best_steps(seeds), start, end)
+            return f"{before} / {inside} / {after}"
 
         head = [spec.axis.label] + [f"{OP_LABELS.get(op, op)} {v.label}" for op, v in columns]
         return self._grid(spec, head, columns, text)
@@ -255,14 +265,10 @@ class FigureFunctions:
                 raise ValueError(f"cell_best_steps: no published best steps for {op}-{model}")
             steps = [int(t) for t, ok in zip(pub["best_step"], pub["solved"], strict=True) if ok]
         else:
-            steps = [int(r["best_step"])
-                     for r in results_lib.read_csv(os.path.join(path, "seeds.csv"))
-                     if int(r["solved"])]  # fmt: skip
-        before = sum(t <= start for t in steps)
-        after = sum(t >= end for t in steps)
-        return (f"{before} at or before its start ({_steps(int(start))}), "
-                f"{len(steps) - before - after} inside, {after} at or after its end "
-                f"({_steps(int(end))})")  # fmt: skip
+            steps = _solved_best_steps(path)
+        before, inside, after = _against_ramp(steps, start, end)
+        return (f"{before} at or before its start ({_steps(int(start))}), {inside} inside, "
+                f"{after} at or after its end ({_steps(int(end))})")  # fmt: skip
 
     def _ramp(self, cell, values) -> tuple[float, float]:
         """R_sparse's ramp (first and last iteration) of committed cell directory ``cell`` at
@@ -612,9 +618,10 @@ class FigureFunctions:
             _summary, _cell, seeds = self._point(
                 spec, key, self._point_index(spec, point, "seeds_against")
             )
+            rows = results_lib.read_csv(os.path.join(seeds, "seeds.csv"))
         else:
-            seeds = self.r._dir(where)
-        return {int(r["seed"]): r for r in results_lib.read_csv(os.path.join(seeds, "seeds.csv"))}
+            rows = self.r._rows_of(where)
+        return {int(r["seed"]): r for r in rows}
 
     def seeds_against(self, a, b, names=("the first", "the second")) -> str:
         """Two runs' per-seed rows (``a``, ``b``: a results cell or a figure's point, as

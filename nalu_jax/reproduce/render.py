@@ -190,45 +190,42 @@ class Renderer(
         """The solved-at steps of ``cell``'s solved seeds (``seeds``: of seeds ``(first,
         last)`` only): ``stat="span"``, "2,145,000 to 4,844,000" (one solver: "530,000");
         ``"mean"``, their mean to three digits, "181,000"; "no seed solved" where none did."""
-        steps = sorted(int(float(r["solved_at"])) for r in self._rows_of(cell, seeds)
-                       if int(r["solved"]))  # fmt: skip
         if stat not in ("span", "mean"):
             raise ValueError(f"solved_steps stat: {stat!r} is neither span nor mean")
+        steps = _solved_at(self._rows_of(cell, seeds))
         if not steps:
             return "no seed solved"
         if stat == "mean":
             return f"{float(f'{sum(steps) / len(steps):.3g}'):,.0f}"
-        return f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,} to {steps[-1]:,}"
+        return _step_span(steps)
 
     def batch_seeds(self, cell, k) -> str:
         """Batch ``k`` of ``cell``'s provenance (negative: from the last) and what its seeds
         did: "52 min: 9 of 60 solved, at 2,149,000 to 4,927,000 steps; seed 77 diverged (at
         1,973,247 steps)", or "…; none diverged"."""
         b = self.batches(cell)[k]
-        span = (int(b["first_seed"]), int(b["first_seed"]) + int(b["num_seeds"]) - 1)
-        rows = self._rows_of(cell, span)
-        solved = sum(int(r["solved"]) for r in rows)
-        at = f", at {self.solved_steps(cell, span)} steps" if solved else ""
+        first = int(b["first_seed"])
+        rows = self._rows_of(cell, (first, first + int(b["num_seeds"]) - 1))
+        steps = _solved_at(rows)
+        at = f", at {_step_span(steps)} steps" if steps else ""
         gone = [r for r in rows if int(r.get("diverged") or 0)]
         if not gone:
             diverged = "none diverged"
         else:
             seeds = ", ".join(r["seed"] for r in gone)
-            steps = ", ".join(f"{int(r['diverged_at']):,}" for r in gone)
-            diverged = (f"seed{'s' if len(gone) > 1 else ''} {seeds} diverged (at {steps} "
+            when = ", ".join(f"{int(r['diverged_at']):,}" for r in gone)
+            diverged = (f"seed{'s' if len(gone) > 1 else ''} {seeds} diverged (at {when} "
                         "steps)")  # fmt: skip
         wall = b.get("wall_time_s")
         minutes = f"{wall / 60:.0f} min" if wall else "wall time not recorded"
-        return f"{minutes}: {solved} of {len(rows)} solved{at}; {diverged}"
+        return f"{minutes}: {len(steps)} of {len(rows)} solved{at}; {diverged}"
 
     def late_solvers(self, cell, seeds, before) -> str:
         """The seeds of ``seeds`` ``(first, last)`` in ``cell`` that solved after every solver
         of the seeds ``before`` ``(first, last)``: "2 seeds, at 2,918,000 and 3,487,000 steps
         (the last of seeds 0–39 at 508,000)"; "none (…)"."""
-        last = max((int(float(r["solved_at"])) for r in self._rows_of(cell, before)
-                    if int(r["solved"])), default=0)  # fmt: skip
-        late = sorted(int(float(r["solved_at"])) for r in self._rows_of(cell, seeds)
-                      if int(r["solved"]) and int(float(r["solved_at"])) > last)  # fmt: skip
+        last = max(_solved_at(self._rows_of(cell, before)), default=0)
+        late = [t for t in _solved_at(self._rows_of(cell, seeds)) if t > last]
         ref = f"seeds {before[0]}–{before[1]}" if before[1] > before[0] else f"seed {before[0]}"
         ref = f"the last of {ref} at {last:,}" if last else f"none of {ref} solved"
         if not late:
@@ -618,6 +615,16 @@ class _Study:
                 raise Missing(f"{self._path}/{e.args[0]}") from None
 
         return call
+
+
+def _solved_at(rows) -> list[int]:
+    """The solved seeds' solved-at steps of ``seeds.csv`` rows, in order."""
+    return sorted(int(float(r["solved_at"])) for r in rows if int(r["solved"]))
+
+
+def _step_span(steps: list[int]) -> str:
+    """Sorted steps first to last, "2,145,000 to 4,844,000"; one step: "530,000"."""
+    return f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,} to {steps[-1]:,}"
 
 
 def _wall(batch: dict) -> str:
