@@ -540,6 +540,28 @@ def test_spans_solvers_errors_seeds_against_and_wall_minutes_of_an_overlap_colum
     assert ns["batch_rates"]("iclr2020-overlap/mul-nac_mul", minutes=True) == (
         "seeds 0–1: 30 min, 16,791 seed-steps/s; seeds 2–3: 145 min, 17,225"
     )
+    # one batch per cell, a span over cells in whole minutes (30.2 and 145 min; the table's
+    # cell 10.4); one value where every cell rounds alike
+    minutes = ns["cell_minutes"]
+    assert minutes("iclr2020-overlap", "mul-nac_mul") == "30 min"
+    assert minutes("iclr2020-overlap", "mul-nac_mul", batch=1) == "145 min"
+    assert minutes("iclr2020-overlap", "mul-nac_mul", batch=-1) == "145 min"
+    prov = json.loads((table / "provenance.json").read_text())
+    prov["batches"][0]["wall_time_s"] = 624.0
+    (table / "provenance.json").write_text(json.dumps(prov))
+    assert minutes("iclr2020-arithmetic", "mul-nac_mul") == "10 min"
+    prov["batches"].append(dict(prov["batches"][0], first_seed=2, wall_time_s=1810.0))
+    (table / "provenance.json").write_text(json.dumps(prov))
+    assert minutes("iclr2020-arithmetic", "mul-nac_mul", batch=1) == "30 min"
+    _commit(root, "iclr2020-arithmetic/div-nmu", _summary(0, 2, 5_000_000), 2, 5_000_000)
+    assert minutes("iclr2020-arithmetic", "div-nmu", "mul-nac_mul") == "2–10 min"  # 120 s
+    assert minutes("iclr2020-arithmetic", "mul-nac_mul", "div-nmu") == "2–10 min"
+    with pytest.raises(render.Missing, match="mul-nac_mul: batch 2 .it has 2."):
+        minutes("iclr2020-overlap", "mul-nac_mul", batch=2)
+    with pytest.raises(ValueError, match="cell_minutes cells: name at least one"):
+        minutes("iclr2020-overlap")
+    with pytest.raises(render.Missing):
+        minutes("iclr2020-overlap", "mul-nmu")
 
 
 def test_appendix_c_published_rows_name_their_source():

@@ -672,6 +672,21 @@ class FigureFunctions:
         minutes = [f"{sum(b['wall_time_s'] for b in self.r.batches(c)) / 60:.0f}" for c in cells]
         return f"{and_list(minutes)} min"
 
+    def cell_minutes(self, table, *cells, batch=0) -> str:
+        """The wall time of batch ``batch`` (an index into each cell's provenance, 0 the first)
+        of ``table``'s results ``cells`` ("op-model"), in whole minutes, as a span over the
+        cells: "5–7 min", or "15 min" where every cell's rounds alike."""
+        if not cells:
+            raise ValueError("cell_minutes cells: name at least one op-model cell")
+        minutes = []
+        for c in cells:
+            batches = self.r.batches(f"{table}/{c}")
+            if not -len(batches) <= batch < len(batches):
+                raise self.Missing(f"{table}/{c}: batch {batch} (it has {len(batches)})")
+            minutes.append(batches[batch]["wall_time_s"] / 60)
+        lo, hi = f"{min(minutes):.0f}", f"{max(minutes):.0f}"
+        return f"{lo} min" if lo == hi else f"{lo}–{hi} min"
+
     def batch_rates(self, cell, minutes=False) -> str:
         """Each committed batch of results cell ``cell``: its seeds and the seed-steps per
         second it trained at, "seeds 0–4: 31,750 seed-steps/s; seeds 5–9: 28,700";
@@ -696,4 +711,4 @@ def functions(renderer) -> dict:
                                        "figure_claim", "figure_solved", "figure_best_steps",
                                        "figure_diverged", "figure_errors", "figure_span",
                                        "figure_solvers", "seeds_against", "wall_minutes",
-                                       "cell_best_steps", "batch_rates")}  # fmt: skip
+                                       "cell_minutes", "cell_best_steps", "batch_rates")}  # fmt: skip
