@@ -1,5 +1,6 @@
 """The command line: a successful smoke run, and one clear sentence with status 2 for bad input."""
 
+import csv
 import json
 import os
 import subprocess
@@ -23,6 +24,15 @@ def test_smoke_run_prints_summary_and_writes_results(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "| success rate |" in out.stdout
     assert (tmp_path / "summary.json").exists() and (tmp_path / "seeds.csv").exists()
+
+
+def test_select_from_step_reaches_the_judgement(tmp_path):
+    # evaluations at 0, 500 and 1000: from step 1000 on, every seed is judged at the last
+    out = run_cli(SMOKE, *SMALL, "--config.task.select_from_step=1000", workdir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "seeds.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["best_step"] for r in rows] == ["1000", "1000"]
 
 
 BAD = {
@@ -78,6 +88,10 @@ BAD = {
         "task.range_index applies only to task.kind 'single_module'",
     ),
     "unknown field": ([SMOKE, "--config.num_seedz=3"], "names no field of the config"),
+    "best step window after the run": (
+        [SMOKE, "--config.task.select_from_step=10000000"],
+        "task.select_from_step must be an integer from 0 to num_steps",
+    ),
     "unit option the unit lacks": (
         ["--config=configs/arithmetic.py:model=nalu,no_clamp,smoke"],
         "unexpected keyword argument 'clamp_w'",

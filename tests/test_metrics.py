@@ -130,6 +130,32 @@ def test_judge_seeds_tie_takes_earliest():
     assert not j["diverged"][0]
 
 
+def test_judge_seeds_select_from_keeps_the_later_evaluations():
+    # seed 0's lowest validation is at 1000 (test 1e-3, sparsity 0.1); from step 2000 on its
+    # lowest is at 3000 (test 1e-4, sparsity 0.3). Seed 1 is best at 2000 either way, unsolved;
+    # solved_at still reads every evaluation (seed 0: 1000)
+    steps = [0, 1000, 2000, 3000]
+    valid = np.array([[5.0, 1.0, 3.0, 2.0], [5.0, 4.0, 0.5, 0.5]]).T
+    test = np.array([[9.0, 1e-3, 9.0, 1e-4], [9.0, 9.0, 5.0, 9.0]]).T
+    sparsity = np.array([[0.4, 0.1, 0.2, 0.3], [0.4, 0.3, 0.2, 0.1]]).T
+    j = judge_seeds(steps, valid, test, sparsity, threshold=1e-2)
+    np.testing.assert_array_equal(j["best_step"], [1000, 2000])
+    np.testing.assert_array_equal(j["sparsity_error"], [0.1, np.nan])
+    for select_from in (1001, 2000):
+        j = judge_seeds(steps, valid, test, sparsity, threshold=1e-2, select_from=select_from)
+        np.testing.assert_array_equal(j["best_index"], [3, 2])
+        np.testing.assert_array_equal(j["best_step"], [3000, 2000])
+        np.testing.assert_array_equal(j["solved"], [True, False])
+        np.testing.assert_array_equal(j["solved_at"], [1000.0, np.nan])
+        np.testing.assert_array_equal(j["sparsity_error"], [0.3, np.nan])
+        np.testing.assert_array_equal(j["interpolation_mse"], [2.0, 0.5])
+        np.testing.assert_array_equal(j["extrapolation_mse"], [1e-4, 5.0])
+    j = judge_seeds(steps, valid, test, sparsity, threshold=1e-2, select_from=3000)
+    np.testing.assert_array_equal(j["best_step"], [3000, 3000])
+    with pytest.raises(ValueError, match="select_from=3001 is after the last evaluation"):
+        judge_seeds(steps, valid, test, sparsity, threshold=1e-2, select_from=3001)
+
+
 def test_judge_seeds_shape_errors():
     with pytest.raises(ValueError, match="test_mse"):
         judge_seeds([0, 1], np.zeros((2, 3)), np.zeros((2, 2)), np.zeros((2, 3)), 1.0)

@@ -235,17 +235,21 @@ def test_a_task_field_added_later_compares_as_its_old_value(tmp_path):
     # cells committed before task.exact_targets existed computed float32 targets
     from nalu_jax.config import ADDED_TASK_FIELDS
 
-    assert ADDED_TASK_FIELDS == {"exact_targets": False}
+    # (and judged every evaluation: task.select_from_step 0)
+    assert ADDED_TASK_FIELDS == {"exact_targets": False, "select_from_step": 0}
     task = {"op": "mul", "interpolation_range": [1.0, 2.0]}
     old = {"num_seeds": 2, "first_seed": 0, "num_steps": 10, "task": task}
     cell = tmp_path / "cell"
     cell.mkdir()
     (cell / "config.json").write_text(json.dumps(old))
     (cell / "provenance.json").write_text('{"batches": []}')
-    for exact, state in ((False, "done"), (True, "other")):
-        new = {**old, "task": {**task, "exact_targets": exact}}
+    for field, value, state in (("exact_targets", False, "done"), ("exact_targets", True, "other"),
+                                ("select_from_step", 0, "done"),
+                                ("select_from_step", 5, "other")):  # fmt: skip
+        new = {**old, "task": {**task, field: value}}
         assert results_lib.status(str(cell), new) == (state, 2)
-    assert load_config("arithmetic", "model=nmu").task.exact_targets is False
+    config = load_config("arithmetic", "model=nmu")
+    assert config.task.exact_targets is False and config.task.select_from_step == 0
 
 
 def test_provenance_calls_a_tree_modified_for_code_not_for_results(tmp_path):

@@ -104,6 +104,13 @@ def validate_fields(config) -> None:
         raise ConfigError(
             f"train.reg_schedule must be 'linear' or 'exp', got {config.train.reg_schedule!r}."
         )
+    select_from = config.task.get("select_from_step", 0)
+    if (isinstance(select_from, bool) or not isinstance(select_from, int) or select_from < 0
+            or select_from > config.num_steps):  # fmt: skip
+        raise ConfigError(
+            f"task.select_from_step must be an integer from 0 to num_steps={config.num_steps} "
+            f"(the evaluations the best step is chosen among), got {select_from!r}."
+        )
     if config.train.sampler not in ("hash", "threefry"):
         raise ConfigError(
             f"train.sampler must be 'hash' or 'threefry', got {config.train.sampler!r}."

@@ -152,7 +152,7 @@ def write_population(workdir, config, setting, context, seeds, merged, num_evals
     history, task, threshold = merged["history"], context["task"], float(context["threshold"])
     judgement = metrics_lib.judge_seeds(
         history["step"], history["valid_mse"], history["test_mse"], history["sparsity"],
-        threshold, merged["diverged"],
+        threshold, merged["diverged"], select_from=int(config.task.get("select_from_step", 0)),
     )  # fmt: skip
     summary = metrics_lib.summarize(judgement, threshold)
     summary.update(

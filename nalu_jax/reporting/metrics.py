@@ -153,7 +153,8 @@ def quantiles(values, qs=(0.0, 0.25, 0.5, 0.75, 1.0)) -> dict[float, float]:
         return {float(q): float(np.quantile(v, q)) if v.size else math.nan for q in qs}
 
 
-def judge_seeds(steps, valid_mse, test_mse, sparsity, threshold: float, diverged=None) -> dict:
+def judge_seeds(steps, valid_mse, test_mse, sparsity, threshold: float, diverged=None,
+                select_from: int = 0) -> dict:  # fmt: skip
     """Judge each seed from its evaluation history.
 
     Args:
@@ -162,6 +163,8 @@ def judge_seeds(steps, valid_mse, test_mse, sparsity, threshold: float, diverged
         sparsity error at each evaluation, per seed.
       threshold: success threshold on the test MSE.
       diverged: ``[S]`` bool (default all False); a diverged seed is never solved.
+      select_from: the best step is chosen among the evaluations at this step or later
+        (default 0: all of them); ``solved_at`` still reads every evaluation.
 
     Returns a dict of ``[S]`` numpy arrays: ``best_index``/``best_step`` (lowest validation
     MSE, earliest on ties, NaN counted as +inf), ``solved``, ``diverged``, ``solved_at`` (first
@@ -185,7 +188,14 @@ def judge_seeds(steps, valid_mse, test_mse, sparsity, threshold: float, diverged
         raise ValueError(f"diverged must have shape ({num_seeds},), got {diverged.shape}.")
 
     seeds = np.arange(num_seeds)
-    best = np.argmin(np.where(np.isnan(valid), np.inf, valid), axis=0)
+    window = steps >= select_from
+    if not window.any():
+        raise ValueError(
+            f"select_from={select_from} is after the last evaluation (step {steps[-1]}); choose "
+            "a step at or before it."
+        )
+    first = int(np.argmax(window))
+    best = first + np.argmin(np.where(np.isnan(valid[first:]), np.inf, valid[first:]), axis=0)
     test_at_best = test[best, seeds]
     solved = (test_at_best < threshold) & ~diverged
     below = test < threshold
