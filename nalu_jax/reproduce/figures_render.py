@@ -21,6 +21,7 @@ figure as a table of success per point and model, its committed budget, and its 
   ``seeds_against(a, b)``            two runs' per-seed rows on their common seeds:
                                      identical, the same solvers, or which seeds differ
   ``wall_minutes(*cells)``           each cell's wall time: "33, 35, 30 and 33 min"
+  ``cell_minutes(table, *cells)``    one batch's wall time over a table's cells: "5–7 min"
   ``batch_rates(cell)``              each committed batch's seed-steps per second (and
                                      ``minutes=True``: its wall time)
 

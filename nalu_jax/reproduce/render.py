@@ -48,8 +48,9 @@ Functions (all read ``results/``):
   tables beyond two inputs; see that module), and ``figures_render.functions``:
   ``figure_table``, ``figure_budget``, ``figure_verdict``, ``figure_claim``, ``figure_solved``,
   ``figure_best_steps``, ``cell_best_steps``, ``figure_diverged``, ``figure_errors``,
-  ``figure_span``, ``figure_solvers``, ``seeds_against``, ``wall_minutes``, ``batch_rates`` (the
-  ICLR 2020 dataset-parameter and λ̂ figures; see that module)
+  ``figure_span``, ``figure_solvers``, ``seeds_against``, ``wall_minutes``, ``cell_minutes``,
+  ``batch_rates`` (the ICLR 2020 dataset-parameter and λ̂ figures, and any table's wall times;
+  see that module)
 """
 
 from __future__ import annotations
