@@ -9,6 +9,7 @@ import pytest
 from conftest import load_config, tiny
 
 from nalu_jax.config import ConfigError
+from nalu_jax.engine import train as train_lib
 from nalu_jax.experiments import train_and_evaluate
 from nalu_jax.runtime import checkpoint as checkpoint_lib
 
@@ -70,8 +71,53 @@ def test_diverged_seeds_are_counted_and_isolated(tmp_path):
     assert 0 < summary["diverged"] == len(diverged) < 8
     assert all(r["solved"] == "0" for r in rows if r["diverged"] == "1")
     survivor = next(r for r in rows if r["diverged"] == "0")
+    assert "stopped_at_step" not in summary  # a survivor: the population trains to the end
     train_and_evaluate(config(int(survivor["seed"]), 1), str(tmp_path / "one"), progress=False)
     assert read_csv(tmp_path / "one")[0] == survivor
+
+
+def test_training_stops_once_every_seed_diverged_with_the_same_results(tmp_path, monkeypatch):
+    # lr 1e30 overflows every seed of a ReLU network within two periods; from then on the
+    # loop only evaluates the frozen states. Everything it writes must be what training on
+    # writes (the trainer told that a diverged state may change: it trains every period).
+    def config():
+        c = tiny(load_config("arithmetic", "model=relu,op=mul"), seeds=3, steps=2000,
+                 eval_every=200)  # fmt: skip
+        c.train.lr = 1e30
+        c.checkpoint_every = 1000
+        return c
+
+    stopped = train_and_evaluate(config(), str(tmp_path / "stopped"), progress=False)
+    assert stopped["diverged"] == 3 and stopped["stopped_at_step"] == 400, stopped
+    assert "every seed had diverged by step 400" in open(tmp_path / "stopped/summary.md").read()
+
+    real_make_train = train_lib.make_train
+    monkeypatch.setattr(
+        train_lib, "make_train",
+        lambda *a, **k: real_make_train(*a, **k)._replace(frozen_when_diverged=False),
+    )  # fmt: skip
+    full = train_and_evaluate(config(), str(tmp_path / "full"), progress=False)
+    assert "stopped_at_step" not in full
+    assert read_csv(tmp_path / "stopped") == read_csv(tmp_path / "full")
+    for name in ("metrics.jsonl", "seeds.csv"):
+        assert open(tmp_path / "stopped" / name).read() == open(tmp_path / "full" / name).read()
+    a, b = (last_checkpoint(tmp_path / d) for d in ("stopped", "full"))
+    assert sorted(a) == sorted(b) and len(a) > 10
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    # 3 seeds × 2 periods trained, against 3 × 10
+    assert stopped["seed_steps_per_s"] * (stopped["wall_time_s"] - stopped["compile_time_s"]) \
+        == pytest.approx(3 * 400, rel=1e-6)  # fmt: skip
+
+    # resumed from a checkpoint taken after the stop, it does not train either
+    monkeypatch.setattr(train_lib, "make_train", real_make_train)
+    real_save = stop_after_saving(monkeypatch, 1000)
+    with pytest.raises(_Interrupt):
+        train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", real_save)
+    again = train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
+    assert again["stopped_at_step"] == 400 and again["resumed_from_step"] == 1000
+    assert read_csv(tmp_path / "resumed") == read_csv(tmp_path / "full")
 
 
 def test_seed_result_independent_of_other_seeds(tmp_path):
@@ -91,6 +137,19 @@ def test_same_config_same_numbers(tmp_path):
             progress=False,
         )
     assert read_csv(tmp_path / "a") == read_csv(tmp_path / "b")
+
+
+def last_checkpoint(workdir) -> dict:
+    """The arrays of a workdir's final checkpoint but the clock (leaf 0: seconds and steps
+    trained) and the digest over them."""
+    import orbax.checkpoint as ocp
+
+    ckpt = workdir / "checkpoints"
+    step = max(int(d) for d in os.listdir(ckpt) if d.isdigit())
+    flat = ocp.StandardCheckpointer().restore(str((ckpt / str(step) / "default").resolve()))
+    assert np.shape(flat.pop("leaf_00000")) == (3,)  # the clock
+    flat.pop(checkpoint_lib.DIGEST)
+    return {k: np.asarray(v) for k, v in flat.items()}
 
 
 class _Interrupt(Exception):

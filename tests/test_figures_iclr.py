@@ -434,9 +434,11 @@ def test_diverged_runs_errors_and_batch_rates_are_read_from_the_seeds(tmp_path):
     prov = json.loads((d / "provenance.json").read_text())
     prov["batches"][0]["seed_steps_per_s"] = 31750.16
     prov["batches"].append(dict(prov["batches"][0], first_seed=3, seed_steps_per_s=None))
+    prov["batches"].append(dict(prov["batches"][0], first_seed=6, stopped_at_step=2000))
     (d / "provenance.json").write_text(json.dumps(prov))
     assert ns["batch_rates"]("iclr2020-range/mul-nalu") == (
-        "seeds 0–2: 31,750 seed-steps/s; seeds 3–5: rate not recorded"
+        "seeds 0–2: 31,750 seed-steps/s; seeds 3–5: rate not recorded; "
+        "seeds 6–8: every seed diverged by step 2,000, not trained after"
     )
 
 

@@ -194,6 +194,16 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
     ]
     with pytest.raises(render.Missing):
         r.timing_table("iclr2020-arithmetic", only=["div-nmu"])
+    # a batch whose seeds all diverged and stopped training has no rate worth comparing
+    stopped = dict(batches[0], first_seed=20, num_seeds=4, wall_time_s=90.0,
+                   seed_steps_per_s=180.0, stopped_at_step=1000)  # fmt: skip
+    _cell(root, "iclr2020-arithmetic/div-nmu", _arith_summary(0, 24, 5_000_000),
+          batches=[batches[0], stopped])  # fmt: skip
+    rows = render.Renderer(str(root)).timing_table("iclr2020-arithmetic", only=["div-nmu"])
+    assert rows.splitlines()[-1] == (
+        "| ÷ | NMU (merged: 2 batches) | 20–23 | 09046a2 | 2026-11-24 | 1.5 min | — (all "
+        "diverged by step 1,000; not trained after) | Test CPU (2 cores) |"
+    )
 
 
 def test_provenance_names_the_device_and_a_precision_below_full(tmp_path):

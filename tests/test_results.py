@@ -337,6 +337,31 @@ def test_gridworld_wall_time_is_its_agents_summed():
                                 "seed_steps_per_s": 938.7}  # fmt: skip
 
 
+def test_a_batch_that_stopped_training_counts_only_the_steps_it_trained():
+    """Where every seed of a batch diverged and training stopped (``stopped_at_step``), its
+    provenance says so and a merged rate counts the seed-steps it trained, not its budget."""
+    from nalu_jax.reproduce.results import _merge_summary, _timing
+
+    class Experiment:
+        merge_summary = staticmethod(lambda a, rows: dict(a))
+
+    full = {"first_seed": 0, "num_seeds": 4, "num_steps": 1000, "wall_time_s": 12.0,
+            "compile_time_s": 2.0, "seed_steps_per_s": 400.0}  # fmt: skip
+    stopped = {**full, "wall_time_s": 4.0, "seed_steps_per_s": 200.0, "stopped_at_step": 100}
+    rows = [{}] * 8
+    # 4 × 1,000 trained + 200/s × 2 s = 4,400 seed-steps over 10 s + 2 s of loop
+    merged = _merge_summary(Experiment, full, stopped, rows)
+    assert merged["seed_steps_per_s"] == pytest.approx(4400 / 12)
+    assert "stopped_at_step" not in merged  # one batch trained to the end
+    both = _merge_summary(Experiment, {**stopped, "stopped_at_step": 300}, stopped, rows)
+    assert both["stopped_at_step"] == 300 and both["seed_steps_per_s"] == pytest.approx(200)
+    assert _merge_summary(Experiment, full, full, rows)["seed_steps_per_s"] == 8000 / 20
+    assert _timing(stopped)["stopped_at_step"] == 100 and "stopped_at_step" not in _timing(full)
+    sweep = {"settings": [stopped, {**stopped, "stopped_at_step": 200}]}
+    assert _timing(sweep)["stopped_at_step"] == 200
+    assert "stopped_at_step" not in _timing({"settings": [stopped, full]})
+
+
 def test_recurrent_cell_extended_by_a_batch_equals_one_larger_run(tmp_path):
     # the recurrent task's summary is a function of seeds.csv (its merge_summary hook): a cell
     # of seeds 0–1 merged with a batch of seeds 2–3 equals one run of seeds 0–3

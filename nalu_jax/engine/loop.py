@@ -14,6 +14,16 @@ strategy at 100 seeds than at 6), so seed k's floats would depend on how many se
 it. Here the population is padded to whole blocks of ``block`` seeds and ``lax.map`` runs the
 same compiled ``vmap``-of-``block`` body on every block: seed k's result is bitwise the same
 alone, among 1,000 others, or at any position (``tests/test_engine.py`` checks this).
+
+When every run has diverged:
+
+A diverged run keeps its last finite parameters and optimiser state (``train.guarded_update``);
+with ``Trainer.frozen_when_diverged`` nothing else of its state changes but the step. Once a
+period ends with every run diverged, the loop stops training: each later period only advances
+the states' step and records its evaluation, which is that of the same frozen state, so the
+history, checkpoints and results are bitwise those of training on (``tests/test_engine.py``),
+in the time of the evaluations alone. ``PopulationResult.stopped_at`` says from which step;
+``trained_steps`` counts the steps trained.
 """
 
 from __future__ import annotations
@@ -158,6 +168,7 @@ class PopulationResult(NamedTuple):
     loop_s: float
     trained_steps: int  # steps trained, over every segment of a resumed run
     resumed_from_step: int | None  # the checkpoint this call started from; None: fresh
+    stopped_at: int | None = None  # every run had diverged: not trained from this step on
 
 
 def progress_bar(total: int, initial: int, enabled: bool, desc: str | None = None):
@@ -375,6 +386,8 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     chunk = default_chunk(config)
     bar = progress_bar(int(config.num_steps), done * every, progress, desc)
     t_loop, trained = time.perf_counter(), 0
+    # the step from which no run is trained (module doc); a resumed run finds it in its history
+    stopped_at = all_diverged_since(history, done, every) if trainer.frozen_when_diverged else None
     for e in range(done, num_evals):
         outs = pop.run(evaluate_c, parts, *e_args)
         parts = [o[0] for o in outs]
@@ -386,12 +399,21 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
             on_evaluation(history, e)
         if e == num_evals - 1:
             break
-        outs = pop.run(train_c, parts, *t_args)
-        parts = [o[0] for o in outs]
-        with warnings.catch_warnings():  # all-NaN rows: diverged runs
-            warnings.simplefilter("ignore", RuntimeWarning)
-            history["train_loss"][e + 1] = np.nanmean(pop.gather([o[1] for o in outs])[:n], axis=1)
-        trained += every
+        if stopped_at is None:
+            outs = pop.run(train_c, parts, *t_args)
+            parts = [o[0] for o in outs]
+            with warnings.catch_warnings():  # all-NaN rows: diverged runs
+                warnings.simplefilter("ignore", RuntimeWarning)
+                losses = np.nanmean(pop.gather([o[1] for o in outs])[:n], axis=1)
+            history["train_loss"][e + 1] = losses
+            trained += every
+            if trainer.frozen_when_diverged and np.all(np.isnan(losses)):
+                stopped_at = (e + 1) * every
+                say(f"every run has diverged by step {stopped_at}: not training the rest, "
+                    "only evaluating the frozen states.")  # fmt: skip
+        else:  # what ``train`` does to a diverged run's state (module doc); its losses: NaN
+            parts = [advance_steps(p, every) for p in parts]
+            history["train_loss"][e + 1] = np.nan
         if bar is not None:
             extra = postfix(history, e + 1) if postfix is not None else {}
             diverged = int(np.sum(np.isnan(history["train_loss"][e + 1])))  # NaN: diverged
@@ -419,5 +441,18 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     ckpt.close()
     return PopulationResult(
         history, final.diverged[:n], final.diverged_at[:n], float(clock[0]), float(clock[1]),
-        int(clock[2]), resumed,
+        int(clock[2]), resumed, stopped_at,
     )  # fmt: skip
+
+
+def all_diverged_since(history: dict, done: int, every: int) -> int | None:
+    """The step after the first period (of the ``done`` evaluations recorded) whose training
+    losses were NaN for every run — every run had diverged by then — or None."""
+    rows = np.flatnonzero(np.all(np.isnan(history["train_loss"][1:done]), axis=1))
+    return None if rows.size == 0 else int(rows[0] + 1) * every
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def advance_steps(state, count: int):
+    """``state`` with its step ``count`` further on, the rest the same arrays' values."""
+    return state.replace(step=state.step + count)

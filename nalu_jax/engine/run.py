@@ -322,6 +322,7 @@ def _train_program(pop, label, config, workdir, proc, settings, run_setting, run
         "loop_s": result.loop_s,
         "seed_steps": (mine.stop - mine.start) * result.trained_steps,
         "resumed_from_step": -1 if resumed is None else resumed,
+        "stopped_at_step": -1 if result.stopped_at is None else result.stopped_at,
     }
 
 

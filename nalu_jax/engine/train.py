@@ -132,6 +132,10 @@ class Trainer(NamedTuple):
     eval_data: Any
     graphdef: Any
     factory: Any
+    # True when ``train`` changes nothing of a diverged seed's state but its ``step`` (no
+    # ``after_update`` hook): a population whose every seed has diverged then need not train
+    # on, its later evaluations are those of the frozen states (``engine.loop``)
+    frozen_when_diverged: bool = False
 
 
 def seed_keys(root_seed: int, seed_numbers):
@@ -422,7 +426,8 @@ def make_train(
     train_data = {} if recipe.train_data is None else recipe.train_data
     eval_data = {} if recipe.eval_data is None else recipe.eval_data
     return Trainer(
-        init, train, evaluate, hparams, train_data, eval_data, graphdef, recipe.factory
+        init, train, evaluate, hparams, train_data, eval_data, graphdef, recipe.factory,
+        frozen_when_diverged=recipe.after_update is None,
     )  # fmt: skip
 
 

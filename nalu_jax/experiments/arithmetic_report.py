@@ -133,6 +133,9 @@ def summary_markdown(summary: dict) -> str:
         ("wall time", f"{s['wall_time_s']:.1f} s (compile {s['compile_time_s']:.1f} s)"),
         ("seed-steps / s", f"{s['seed_steps_per_s']:,.0f}"),
     ]
+    if s.get("stopped_at_step") is not None:
+        stop = f"every seed had diverged by step {s['stopped_at_step']:,}: not trained after"
+        rows.append(("training stopped", stop))
     lines = ["| quantity | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     note = (
         "\nSuccess: Wilson score 95% interval. solved_at and sparsity error: mean with a "

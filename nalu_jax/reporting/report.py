@@ -66,7 +66,15 @@ def timing(merged: dict) -> dict:
         "compile_time_s": merged["compile_s"],
         "seed_steps_per_s": seed_steps / loop_s if seed_steps else 0.0,
         "resumed_from_step": None if resumed < 0 else resumed,
+        **stopped_field(merged),
     }
+
+
+def stopped_field(merged: dict) -> dict:
+    """``{"stopped_at_step": step}`` where every run had diverged and training stopped there
+    (``engine.loop``), else nothing (a summary of a run trained to the end has no such key)."""
+    stopped = int(merged.get("stopped_at_step", -1))
+    return {} if stopped < 0 else {"stopped_at_step": stopped}
 
 
 def csv_text(columns: dict) -> str:

@@ -698,8 +698,11 @@ class FigureFunctions:
             rate = b.get("seed_steps_per_s")
             unit = " seed-steps/s" if n == 0 else ""
             wall = f"{b['wall_time_s'] / 60:.0f} min, " if minutes else ""
-            parts.append(f"{seeds}: {wall}"
-                         f"{f'{rate:,.0f}{unit}' if rate else 'rate not recorded'}")  # fmt: skip
+            if b.get("stopped_at_step") is not None:
+                speed = f"every seed diverged by step {b['stopped_at_step']:,}, not trained after"
+            else:
+                speed = f"{rate:,.0f}{unit}" if rate else "rate not recorded"
+            parts.append(f"{seeds}: {wall}{speed}")
         return "; ".join(parts)
 
     def figure_claim(self, name) -> str:

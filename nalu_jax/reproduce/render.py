@@ -413,7 +413,7 @@ class Renderer(
                     f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label}{merged} | "
                     f"{results_lib.seed_span(b)} | "
                     f"{b['commit'][:7]}{' (modified)' if b.get('dirty') else ''} | "
-                    f"{b['date'][:10]} | {_wall(b)} | {round(b['seed_steps_per_s']):,} | {where} |"
+                    f"{b['date'][:10]} | {_wall(b)} | {_rate(b)} | {where} |"
                 )
         if len(lines) == 2:
             raise Missing(table)
@@ -632,6 +632,15 @@ def _wall(batch: dict) -> str:
     """A batch's wall time, or "wall time not recorded" (a zero or missing record)."""
     w = batch.get("wall_time_s")
     return f"{w / 60:.1f} min" if w else "wall time not recorded"
+
+
+def _rate(batch: dict) -> str:
+    """A batch's seed-steps/s, or why it has none worth comparing: training stopped early
+    because every seed had diverged (``engine.loop``), or no rate was recorded."""
+    if batch.get("stopped_at_step") is not None:
+        return f"— (all diverged by step {batch['stopped_at_step']:,}; not trained after)"
+    rate = batch.get("seed_steps_per_s")
+    return f"{round(rate):,}" if rate else "—"
 
 
 def _machine(batch: dict, paren: bool = True) -> str:

@@ -61,7 +61,9 @@ EXECUTION_FIELDS = ("seed_block",)
 #: per-file size limit: results hold per-seed rows, not histories or checkpoints
 MAX_FILE_BYTES = 2_000_000
 #: summary keys that describe the machine's speed, not the seeds (summed or recomputed on merge)
-TIMING_KEYS = ("wall_time_s", "compile_time_s", "seed_steps_per_s", "resumed_from_step")
+TIMING_KEYS = (
+    "wall_time_s", "compile_time_s", "seed_steps_per_s", "resumed_from_step", "stopped_at_step"
+)  # fmt: skip
 _SKIP_DIRS = {"checkpoints", "checkpoints-unusable", "tensorboard", "cells"}
 #: an alias cell's one file: {"same_as": path of the cell holding its data, relative to it}
 ALIAS_FILE = "same_as.json"
@@ -241,10 +243,13 @@ def _timing(summary: dict) -> dict:
     else:  # one program per setting (e.g. the identity task's activations)
         wall, compile_s = sum(walls), sum(compiles)
     rates = [float(p["seed_steps_per_s"]) for p in parts if p.get("seed_steps_per_s")]
+    stopped = [p.get("stopped_at_step") for p in parts]
     return {
         "wall_time_s": round(wall, 1),
         "compile_time_s": round(compile_s, 1),
         "seed_steps_per_s": round(float(np.mean(rates)), 1) if rates else None,
+        # every run of the batch had diverged by then and was not trained on (engine.loop)
+        **({"stopped_at_step": max(stopped)} if None not in stopped else {}),
     }
 
 
@@ -418,11 +423,23 @@ def _merge_summary(experiment, a: dict, b: dict, rows: list[dict]) -> dict:
     wall = float(a.get("wall_time_s") or 0) + float(b.get("wall_time_s") or 0)
     comp = float(a.get("compile_time_s") or 0) + float(b.get("compile_time_s") or 0)
     merged["wall_time_s"], merged["compile_time_s"] = wall, comp
-    steps = int(a["num_steps"])
     loop = wall - comp
-    merged["seed_steps_per_s"] = len(rows) * steps / loop if loop > 0 else 0.0
+    trained = sum(_trained_seed_steps(x) for x in (a, b))
+    merged["seed_steps_per_s"] = trained / loop if loop > 0 else 0.0
     merged["resumed_from_step"] = None
+    merged.pop("stopped_at_step", None)
+    if "stopped_at_step" in a and "stopped_at_step" in b:  # neither trained to the end
+        merged["stopped_at_step"] = max(int(a["stopped_at_step"]), int(b["stopped_at_step"]))
     return merged
+
+
+def _trained_seed_steps(summary: dict) -> float:
+    """The seed-steps a batch trained: all of them, or, where every run had diverged and
+    training stopped (``stopped_at_step``), those its rate and loop time give."""
+    if "stopped_at_step" not in summary:
+        return int(summary["num_seeds"]) * int(summary["num_steps"])
+    loop = float(summary.get("wall_time_s") or 0) - float(summary.get("compile_time_s") or 0)
+    return float(summary.get("seed_steps_per_s") or 0) * loop
 
 
 def _csv_text(rows: list[dict], header: list[str]) -> str:

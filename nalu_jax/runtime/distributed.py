@@ -125,4 +125,11 @@ def gather_parts(parts_dir: str, proc: ProcessInfo, part: dict, num_runs: int):
         "compile_s": float(max(p["compile_s"] for p in parts)),
         "loop_s": float(max(p["loop_s"] for p in parts)),
         "seed_steps": int(sum(p["seed_steps"] for p in parts)),
+        "stopped_at_step": _stopped_at([p.get("stopped_at_step", -1) for p in parts]),
     }
+
+
+def _stopped_at(steps) -> int:
+    """The step from which no process trained (the latest of theirs), −1 if one trained on."""
+    steps = [int(s) for s in steps]
+    return -1 if min(steps) < 0 else max(steps)
