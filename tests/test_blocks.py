@@ -194,3 +194,28 @@ def test_a_run_of_few_seeds_in_large_blocks_says_so(tmp_path, capsys):
     out = capsys.readouterr()
     expected = padding_note(2, 4, devices)
     assert expected is not None and expected in out.out + out.err
+
+
+def test_a_block_whose_every_run_diverged_is_not_computed():
+    # fn adds 1 to each run's params: computed, a block shows it; skipped (every run of the
+    # block diverged), its params stay, its step goes on by frozen_steps and its losses are NaN
+    import jax.numpy as jnp
+    import numpy as np
+
+    from nalu_jax.engine.loop import blocked
+    from nalu_jax.engine.train import TrainState
+
+    def fn(state, shared):
+        new = state.replace(step=state.step + 5, params=state.params + shared)
+        return new, jnp.zeros(5, jnp.float32)
+
+    diverged = np.array([True, True, True, False, False, False])  # blocks of 2: skip, mix, run
+    state = TrainState(step=jnp.zeros(6, jnp.int32), params=jnp.arange(6.0),
+                       opt_state=jnp.zeros(6), key=jnp.zeros((6, 2), jnp.uint32),
+                       diverged=jnp.asarray(diverged), diverged_at=jnp.zeros(6, jnp.int32))  # fmt: skip
+    new, losses = jax.jit(blocked(fn, 2, (0, None), frozen_steps=5))(state, 1.0)
+    np.testing.assert_array_equal(new.params, [0.0, 1.0, 3.0, 4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(new.step, [5] * 6)
+    assert np.isnan(losses[:2]).all() and (losses[2:] == 0).all()
+    plain, _ = jax.jit(blocked(fn, 2, (0, None)))(state, 1.0)  # no frozen_steps: all computed
+    np.testing.assert_array_equal(plain.params, np.arange(6.0) + 1)

@@ -98,6 +98,17 @@ def test_training_stops_once_every_seed_diverged_with_the_same_results(tmp_path,
     )  # fmt: skip
     full = train_and_evaluate(config(), str(tmp_path / "full"), progress=False)
     assert "stopped_at_step" not in full
+    # lr 1e6 in blocks of 2: some blocks diverge whole (skipped in the compiled step), some
+    # keep a live run; the same rows as training every block
+    mixed = config()
+    mixed.train.lr, mixed.num_seeds, mixed.seed_block = 1e6, 8, 2
+    train_and_evaluate(mixed, str(tmp_path / "mixed_full"), progress=False)
+    monkeypatch.setattr(train_lib, "make_train", real_make_train)
+    train_and_evaluate(mixed, str(tmp_path / "mixed"), progress=False)
+    rows = read_csv(tmp_path / "mixed")
+    assert rows == read_csv(tmp_path / "mixed_full")
+    pairs = [{r["diverged"] for r in rows[i : i + 2]} for i in range(0, 8, 2)]
+    assert {"1"} in pairs and any("0" in p for p in pairs), rows  # both kinds of block
     assert read_csv(tmp_path / "stopped") == read_csv(tmp_path / "full")
     for name in ("metrics.jsonl", "seeds.csv"):
         assert open(tmp_path / "stopped" / name).read() == open(tmp_path / "full" / name).read()
@@ -110,7 +121,6 @@ def test_training_stops_once_every_seed_diverged_with_the_same_results(tmp_path,
         == pytest.approx(3 * 400, rel=1e-6)  # fmt: skip
 
     # resumed from a checkpoint taken after the stop, it does not train either
-    monkeypatch.setattr(train_lib, "make_train", real_make_train)
     real_save = stop_after_saving(monkeypatch, 1000)
     with pytest.raises(_Interrupt):
         train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)

@@ -18,12 +18,15 @@ alone, among 1,000 others, or at any position (``tests/test_engine.py`` checks t
 When every run has diverged:
 
 A diverged run keeps its last finite parameters and optimiser state (``train.guarded_update``);
-with ``Trainer.frozen_when_diverged`` nothing else of its state changes but the step. Once a
-period ends with every run diverged, the loop stops training: each later period only advances
-the states' step and records its evaluation, which is that of the same frozen state, so the
-history, checkpoints and results are bitwise those of training on (``tests/test_engine.py``),
-in the time of the evaluations alone. ``PopulationResult.stopped_at`` says from which step;
-``trained_steps`` counts the steps trained.
+with ``Trainer.frozen_when_diverged`` nothing else of its state changes but the step. So a
+block whose every run has diverged is not trained: ``lax.cond`` in the compiled step gives it
+its step ``eval_every`` further on and NaN losses, what training would give (``blocked``); a
+block with one live run trains as before. Once a period ends with every run diverged, the loop
+stops calling ``train`` at all: each later period only advances the states' step and records
+its evaluation, that of the same frozen states. Either way the history, checkpoints and
+results are bitwise those of training on (``tests/test_engine.py``), at the cost of the live
+blocks and the evaluations. ``PopulationResult.stopped_at`` says from which step no run
+trained; ``trained_steps`` counts the steps trained until then.
 """
 
 from __future__ import annotations
@@ -75,12 +78,27 @@ def init_in_blocks(init, keys, block: int, hparams=None):
     return parts[0] if len(parts) == 1 else jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
 
-def blocked(fn, block: int, in_axes):
+def blocked(fn, block: int, in_axes, frozen_steps: int | None = None):
     """``fn`` on one seed → the same on ``[S, ...]`` (S a multiple of ``block``).
 
     ``in_axes`` as for ``jax.vmap``; arguments with axis ``None`` are shared by all seeds.
+    ``frozen_steps``: ``fn`` is ``train`` of a ``Trainer.frozen_when_diverged``, whose first
+    argument is the ``TrainState``: a block whose every run has diverged is not computed but
+    given what training would give it (module doc): its step ``frozen_steps`` further on and
+    NaN losses.
     """
     vfn = jax.vmap(fn, in_axes=in_axes)
+
+    def frozen(state, *rest):
+        _, losses = jax.eval_shape(vfn, state, *rest)
+        return state.replace(step=state.step + frozen_steps), jnp.full(
+            losses.shape, jnp.nan, losses.dtype
+        )
+
+    def per_block(*full):
+        if frozen_steps is None:
+            return vfn(*full)
+        return jax.lax.cond(jnp.all(full[0].diverged), frozen, vfn, *full)
 
     def split(x):
         return x.reshape((x.shape[0] // block, block) + x.shape[1:])
@@ -92,11 +110,11 @@ def blocked(fn, block: int, in_axes):
         mapped = [i for i, ax in enumerate(in_axes) if ax == 0]
         blocks = tuple(jax.tree.map(split, args[i]) for i in mapped)
 
-        def body(per_block):
+        def body(blocks_i):
             full = list(args)
-            for i, value in zip(mapped, per_block, strict=True):
+            for i, value in zip(mapped, blocks_i, strict=True):
                 full[i] = value
-            return vfn(*full)
+            return per_block(*full)
 
         return jax.tree.map(merge, jax.lax.map(body, blocks))
 
@@ -345,7 +363,8 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     t_args, e_args = per_device(train_args), per_device(eval_args)
     axes = lambda args: (0, *(0 if isinstance(a, PerRun) else None for a in args))
     eval_fn = jax.jit(blocked(evaluate, block, axes(eval_args)))
-    train_fn = jax.jit(blocked(train, block, axes(train_args)), donate_argnums=0)
+    frozen_steps = int(config.eval_every) if trainer.frozen_when_diverged else None
+    train_fn = jax.jit(blocked(train, block, axes(train_args), frozen_steps), donate_argnums=0)
     probe = jax.eval_shape(eval_fn, states, *(padded(a) for a in eval_args))
     shapes = metrics_dict(probe[1])
 
