@@ -114,3 +114,18 @@ def _c(success_p=0.5, solved_at_p=0.5, sparsity_p=0.5, testable=True, k=(10, 10)
 )  # fmt: skip
 def test_verdict_follows_the_rubric(c, fraction, verdict):
     assert seedtests.verdict(c, fraction) == verdict
+
+
+def test_shipped_seeds_are_read_once_and_cannot_be_changed_through_a_call():
+    first = seedtests.published_seeds()
+    cell = first[("mul", "nmu")]
+    with pytest.raises(ValueError):
+        cell["solved_at"][0] = 0.0  # the arrays are shared between calls: read-only
+    cell["solved"] = np.zeros(100, dtype=bool)  # a call's dictionaries are its own
+    del first[("add", "linear")]
+    again = seedtests.published_seeds()
+    assert ("add", "linear") in again and again[("mul", "nmu")]["solved"].any()
+    assert (
+        again[("mul", "nmu")]["solved_at"]
+        is seedtests.published_seeds()[("mul", "nmu")]["solved_at"]
+    )

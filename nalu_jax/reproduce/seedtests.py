@@ -18,6 +18,7 @@ complete separation, is 2 / C(n₁ + n₂, n₁)).
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from importlib import resources
 
@@ -32,7 +33,13 @@ def published_seeds(name: str = SEEDS_FILE) -> dict:
     """``{(op, model): {"seed": int[n], "solved": bool[n], "solved_at": float[n],
     "sparsity_error": float[n]}}`` from a published per-seed file (``#`` lines are its
     citation; empty fields are NaN), and ``"best_step": float[n]`` where the file has the
-    column."""
+    column. The file is read once per process; the arrays are read-only and shared between
+    calls, the dictionaries are each call's own."""
+    return {key: dict(cell) for key, cell in _published_seeds(name).items()}
+
+
+@functools.cache
+def _published_seeds(name: str) -> dict:
     text = resources.files("nalu_jax.reproduce").joinpath("published", name).read_text()
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     rows: dict = {}
@@ -42,14 +49,19 @@ def published_seeds(name: str = SEEDS_FILE) -> dict:
     def num(v):
         return float(v) if v != "" else math.nan
 
+    def frozen(values):
+        a = np.array(values)
+        a.setflags(write=False)
+        return a
+
     return {
         key: {
-            "seed": np.array([int(r["seed"]) for r in rs]),
-            "solved": np.array([r["solved"] == "1" for r in rs]),
-            "solved_at": np.array([num(r["solved_at"]) for r in rs]),
-            "sparsity_error": np.array([num(r["sparsity_error"]) for r in rs]),
+            "seed": frozen([int(r["seed"]) for r in rs]),
+            "solved": frozen([r["solved"] == "1" for r in rs]),
+            "solved_at": frozen([num(r["solved_at"]) for r in rs]),
+            "sparsity_error": frozen([num(r["sparsity_error"]) for r in rs]),
             **(
-                {"best_step": np.array([num(r["best_step"]) for r in rs])}
+                {"best_step": frozen([num(r["best_step"]) for r in rs])}
                 if "best_step" in rs[0]
                 else {}
             ),
