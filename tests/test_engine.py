@@ -9,6 +9,7 @@ import pytest
 from conftest import load_config, tiny
 
 from nalu_jax.config import ConfigError
+from nalu_jax.engine import loop as loop_lib
 from nalu_jax.engine import train as train_lib
 from nalu_jax.experiments import train_and_evaluate
 from nalu_jax.runtime import checkpoint as checkpoint_lib
@@ -87,17 +88,22 @@ def test_training_stops_once_every_seed_diverged_with_the_same_results(tmp_path,
         c.checkpoint_every = 1000
         return c
 
+    calls = count_compiled_calls(monkeypatch)
     stopped = train_and_evaluate(config(), str(tmp_path / "stopped"), progress=False)
     assert stopped["diverged"] == 3 and stopped["stopped_at_step"] == 400, stopped
     assert "every seed had diverged by step 400" in open(tmp_path / "stopped/summary.md").read()
+    # two periods trained; evaluations at 0, 200 and 400, where the frozen states' evaluation
+    # returned the state it was given: the 8 later ones are that one's rows, not computed
+    assert calls == [2 + 3]
 
     real_make_train = train_lib.make_train
     monkeypatch.setattr(
         train_lib, "make_train",
         lambda *a, **k: real_make_train(*a, **k)._replace(frozen_when_diverged=False),
     )  # fmt: skip
+    calls[0] = 0
     full = train_and_evaluate(config(), str(tmp_path / "full"), progress=False)
-    assert "stopped_at_step" not in full
+    assert "stopped_at_step" not in full and calls == [10 + 11]
     # lr 1e6 in blocks of 2: some blocks diverge whole (skipped in the compiled step), some
     # keep a live run; the same rows as training every block
     mixed = config()
@@ -125,9 +131,33 @@ def test_training_stops_once_every_seed_diverged_with_the_same_results(tmp_path,
     with pytest.raises(_Interrupt):
         train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
     monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", real_save)
+    calls[0] = 0
     again = train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
     assert again["stopped_at_step"] == 400 and again["resumed_from_step"] == 1000
+    assert calls == [1]  # the state saved after the stop is already a fixed point
     assert read_csv(tmp_path / "resumed") == read_csv(tmp_path / "full")
+    for name in ("metrics.jsonl", "seeds.csv"):
+        assert open(tmp_path / "resumed" / name).read() == open(tmp_path / "full" / name).read()
+
+    # an evaluation that may read the step is computed every period, to the same results
+    monkeypatch.setattr(loop_lib, "evaluation_reads_step", lambda *a: True)
+    calls[0] = 0
+    train_and_evaluate(config(), str(tmp_path / "computed"), progress=False)
+    assert calls == [2 + 11]
+    for name in ("metrics.jsonl", "seeds.csv"):
+        assert open(tmp_path / "computed" / name).read() == open(tmp_path / "full" / name).read()
+
+
+def count_compiled_calls(monkeypatch) -> list:
+    """``[n]``: how many times the loop dispatched a compiled ``train`` or ``evaluate``."""
+    calls, real = [0], loop_lib.DevicePopulation.run
+
+    def run(compiled, *args):
+        calls[0] += 1
+        return real(compiled, *args)
+
+    monkeypatch.setattr(loop_lib.DevicePopulation, "run", staticmethod(run))
+    return calls
 
 
 def test_seed_result_independent_of_other_seeds(tmp_path):

@@ -27,6 +27,16 @@ its evaluation, that of the same frozen states. Either way the history, checkpoi
 results are bitwise those of training on (``tests/test_engine.py``), at the cost of the live
 blocks and the evaluations. ``PopulationResult.stopped_at`` says from which step no run
 trained; ``trained_steps`` counts the steps trained until then.
+
+Nor are the frozen states evaluated over and over. An evaluation is a pure function of the
+state and the fixed evaluation data; where it does not read the state's step (no operation of
+one seed's traced evaluation takes the step: ``evaluation_reads_step``) and, after training
+stopped, an evaluation returns the state it was given (bitwise, but for the step, which it
+does not change), the next evaluation is given the same state again and so gives the same
+metrics and state, and so on to the end of the budget. From there the loop records that
+evaluation's metrics for each later period without computing them (an arithmetic seed's state
+keeps its last validation error, so its second evaluation after the stop is such a fixed
+point). The history, checkpoints and results are again bitwise the same.
 """
 
 from __future__ import annotations
@@ -397,6 +407,12 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
         options = compiler_options(config, pop.devices[0].platform)
         evaluate_c = pop.compile(eval_fn, parts, *e_args, options=options)
         train_c = pop.compile(train_fn, parts, *t_args, options=options)
+    # where evaluations of the frozen states may be repeated rather than computed (module doc)
+    may_repeat = done < num_evals and trainer.frozen_when_diverged
+    if may_repeat:
+        first = lambda tree: jax.tree.map(lambda x: np.asarray(x)[0], tree)
+        one = lambda a: first(a.value) if isinstance(a, PerRun) else a  # one seed's argument
+        may_repeat = not evaluation_reads_step(evaluate, first(parts[0]), *map(one, eval_args))
     compile_s = time.perf_counter() - t0
     clock[0] += compile_s
     if stop.signum is not None:
@@ -407,10 +423,17 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     t_loop, trained = time.perf_counter(), 0
     # the step from which no run is trained (module doc); a resumed run finds it in its history
     stopped_at = all_diverged_since(history, done, every) if trainer.frozen_when_diverged else None
+    repeated = None  # the metrics every later evaluation gives, once found
     for e in range(done, num_evals):
-        outs = pop.run(evaluate_c, parts, *e_args)
-        parts = [o[0] for o in outs]
-        metrics = metrics_dict(pop.gather([o[1] for o in outs]))
+        if repeated is None:
+            given = parts if may_repeat and stopped_at is not None else None
+            outs = pop.run(evaluate_c, parts, *e_args)
+            parts = [o[0] for o in outs]
+            metrics = metrics_dict(pop.gather([o[1] for o in outs]))
+            if given is not None and all(map(same_bits, given, parts)):
+                repeated = metrics
+                say(f"the frozen states' evaluation at step {e * every} returned the state it was "
+                    "given: recording it for every later evaluation.")  # fmt: skip
         history["step"][e] = e * every
         for name, value in metrics.items():
             history[name][e] = value[:n]
@@ -462,6 +485,31 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
         history, final.diverged[:n], final.diverged_at[:n], float(clock[0]), float(clock[1]),
         int(clock[2]), resumed, stopped_at,
     )  # fmt: skip
+
+
+def evaluation_reads_step(evaluate, state, *args) -> bool:
+    """Whether one seed's ``evaluate(state, *args)`` (metrics, and the state it returns but for
+    its step) may depend on ``state.step``: traced with the step as its own input, False only
+    when no operation takes that input (a call that receives it counts as reading it)."""
+
+    def probe(step, rest):
+        out, metrics = evaluate(rest.replace(step=step), *args)
+        return out.replace(step=jnp.zeros_like(step)), metrics
+
+    jaxpr = jax.make_jaxpr(probe)(state.step, state).jaxpr
+    step = jaxpr.invars[0]
+    used = [v for eqn in jaxpr.eqns for v in eqn.invars] + list(jaxpr.outvars)
+    return any(v is step for v in used)
+
+
+def same_bits(a, b) -> bool:
+    """Whether two pytrees hold the same arrays, bit for bit (NaNs included)."""
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    if jax.tree.structure(a) != jax.tree.structure(b):
+        return False
+    pairs = [(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb, strict=True)]
+    return all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+               for x, y in pairs)  # fmt: skip
 
 
 def all_diverged_since(history: dict, done: int, every: int) -> int | None:
