@@ -558,6 +558,8 @@ def test_spans_solvers_errors_seeds_against_and_wall_minutes_of_an_overlap_colum
     _commit(root, "iclr2020-arithmetic/div-nmu", _summary(0, 2, 5_000_000), 2, 5_000_000)
     assert minutes("iclr2020-arithmetic", "div-nmu", "mul-nac_mul") == "2–10 min"  # 120 s
     assert minutes("iclr2020-arithmetic", "mul-nac_mul", "div-nmu") == "2–10 min"
+    assert minutes("iclr2020-arithmetic", "div-nmu", "mul-nac_mul", seconds=True) == "120–624 s"
+    assert minutes("iclr2020-arithmetic", "div-nmu", seconds=True) == "120 s"
     with pytest.raises(render.Missing, match="mul-nac_mul: batch 2 .it has 2."):
         minutes("iclr2020-overlap", "mul-nac_mul", batch=2)
     with pytest.raises(ValueError, match="cell_minutes cells: name at least one"):

@@ -673,10 +673,11 @@ class FigureFunctions:
         minutes = [f"{sum(b['wall_time_s'] for b in self.r.batches(c)) / 60:.0f}" for c in cells]
         return f"{and_list(minutes)} min"
 
-    def cell_minutes(self, table, *cells, batch=0) -> str:
+    def cell_minutes(self, table, *cells, batch=0, seconds=False) -> str:
         """The wall time of batch ``batch`` (an index into each cell's provenance, 0 the first)
         of ``table``'s results ``cells`` ("op-model"), in whole minutes, as a span over the
-        cells: "5–7 min", or "15 min" where every cell's rounds alike."""
+        cells: "5–7 min", or "15 min" where every cell's rounds alike; ``seconds``: in whole
+        seconds, "22–41 s"."""
         if not cells:
             raise ValueError("cell_minutes cells: name at least one op-model cell")
         minutes = []
@@ -684,9 +685,10 @@ class FigureFunctions:
             batches = self.r.batches(f"{table}/{c}")
             if not -len(batches) <= batch < len(batches):
                 raise self.Missing(f"{table}/{c}: batch {batch} (it has {len(batches)})")
-            minutes.append(batches[batch]["wall_time_s"] / 60)
+            minutes.append(batches[batch]["wall_time_s"] / (1 if seconds else 60))
         lo, hi = f"{min(minutes):.0f}", f"{max(minutes):.0f}"
-        return f"{lo} min" if lo == hi else f"{lo}–{hi} min"
+        unit = "s" if seconds else "min"
+        return f"{lo} {unit}" if lo == hi else f"{lo}–{hi} {unit}"
 
     def batch_rates(self, cell, minutes=False) -> str:
         """Each committed batch of results cell ``cell``: its seeds and the seed-steps per
