@@ -679,6 +679,10 @@ def test_steps_read_as_powers_of_ten_where_shorter():
     assert _steps(2_000_000) == "2·10⁶"
     assert _steps(100_000) == "10⁵"
     assert _steps(25_000) == "25,000"
+    assert _steps(15_000_000) == "1.5·10⁷"
+    assert _steps(250_000) == "2.5·10⁵"
+    assert _steps(1_250_000) == "1.25·10⁶"
+    assert _steps(10_000_000) == "10⁷"
     assert _steps(16_000) == "16,000"
 
 

@@ -67,13 +67,16 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def _steps(n: int) -> str:
-    """``2·10⁶`` for 2,000,000, ``25,000`` where no power of ten is shorter."""
+    """``2·10⁶`` for 2,000,000, ``1.5·10⁷`` for 15,000,000, ``25,000`` where no power of ten
+    is shorter."""
     exp = len(str(n)) - len(str(n).rstrip("0"))
     if exp < 4:
         return f"{n:,}"
+    digits = str(n // 10**exp)  # the mantissa's digits, one before the point
+    exp += len(digits) - 1
     sup = str(exp).translate(_SUPERSCRIPT)
-    mant = n // 10**exp
-    return f"10{sup}" if mant == 1 else f"{mant}·10{sup}"
+    mant = digits if len(digits) == 1 else f"{digits[0]}.{digits[1:]}"
+    return f"10{sup}" if mant == "1" else f"{mant}·10{sup}"
 
 
 def _sci(v: float) -> str:
