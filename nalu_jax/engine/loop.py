@@ -35,8 +35,8 @@ stopped, an evaluation returns the state it was given (bitwise, but for the step
 does not change), the next evaluation is given the same state again and so gives the same
 metrics and state, and so on to the end of the budget. From there the loop records that
 evaluation's metrics for each later period without computing them (an arithmetic seed's state
-keeps its last validation error, so its second evaluation after the stop is such a fixed
-point). The history, checkpoints and results are again bitwise the same.
+keeps only its last validation error, so its second evaluation after the stop is at the latest
+such a fixed point). The history, checkpoints and results are again bitwise the same.
 """
 
 from __future__ import annotations
