@@ -407,12 +407,6 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
         options = compiler_options(config, pop.devices[0].platform)
         evaluate_c = pop.compile(eval_fn, parts, *e_args, options=options)
         train_c = pop.compile(train_fn, parts, *t_args, options=options)
-    # where evaluations of the frozen states may be repeated rather than computed (module doc)
-    may_repeat = done < num_evals and trainer.frozen_when_diverged
-    if may_repeat:
-        first = lambda tree: jax.tree.map(lambda x: np.asarray(x)[0], tree)
-        one = lambda a: first(a.value) if isinstance(a, PerRun) else a  # one seed's argument
-        may_repeat = not evaluation_reads_step(evaluate, first(parts[0]), *map(one, eval_args))
     compile_s = time.perf_counter() - t0
     clock[0] += compile_s
     if stop.signum is not None:
@@ -424,9 +418,14 @@ def _run_population(trainer, keys, hparams, config, checkpoint_dir, stop, checkp
     # the step from which no run is trained (module doc); a resumed run finds it in its history
     stopped_at = all_diverged_since(history, done, every) if trainer.frozen_when_diverged else None
     repeated = None  # the metrics every later evaluation gives, once found
+    may_repeat = None  # whether they may be repeated (module doc), asked once training stopped
     for e in range(done, num_evals):
         if repeated is None:
-            given = parts if may_repeat and stopped_at is not None else None
+            if stopped_at is not None and may_repeat is None:
+                first = lambda tree: jax.tree.map(lambda x: np.asarray(x)[0], tree)
+                one = lambda a: first(a.value) if isinstance(a, PerRun) else a  # one seed's
+                may_repeat = not evaluation_reads_step(evaluate, first(parts[0]), *map(one, eval_args))  # fmt: skip
+            given = parts if may_repeat else None
             outs = pop.run(evaluate_c, parts, *e_args)
             parts = [o[0] for o in outs]
             metrics = metrics_dict(pop.gather([o[1] for o in outs]))
