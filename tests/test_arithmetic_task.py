@@ -168,10 +168,17 @@ def test_validation_errors_name_the_field(kwargs, field):
 
 
 def test_valid_edge_configurations():
-    ArithmeticTask("root", extrapolation_range=(0.0, 6.0))
-    ArithmeticTask("div", extrapolation_range=((-6, -2), (2, 6)))
-    ArithmeticTask("squared", num_subsets=1, subset_ratio=1.0)
-    ArithmeticTask("add", num_subsets=3, overlap_ratio=1.0)
+    # √ may extrapolate from 0 (its edge, where the root is defined); ÷ over a union that
+    # leaves out zero; one subset of every input; three subsets that coincide entirely.
+    root = ArithmeticTask("root", extrapolation_range=(0.0, 6.0))
+    assert root.extrapolation_range == (0.0, 6.0)
+    div = ArithmeticTask("div", extrapolation_range=((-6, -2), (2, 6)))
+    assert div.extrapolation_range == ((-6.0, -2.0), (2.0, 6.0))
+    squared = ArithmeticTask("squared", num_subsets=1, subset_ratio=1.0)
+    assert (squared.subset_size, squared.subset_starts, squared.max_offset) == (100, (0,), 0)
+    add = ArithmeticTask("add", num_subsets=3, overlap_ratio=1.0)
+    # 25 of 100 inputs per subset, all three at the same start; the window may move 100 − 25
+    assert (add.subset_size, add.subset_starts, add.max_offset) == (25, (0, 0, 0), 75)
 
 
 def test_single_module_tasks():
