@@ -74,6 +74,16 @@ def test_scaled_error_is_each_seed_against_its_random_network(tmp_path):
     assert r.scaled_error("rec/nau", "interpolation") == "50 [50, 50]"
 
 
+def test_scaled_error_refuses_a_baseline_of_fewer_seeds_than_the_cell(tmp_path):
+    # a cell extended to 3 seeds after its baseline was written for 2: the scaled error of
+    # seeds 0 and 1 alone would pass for the cell's
+    seeds = "seed,extrapolation_mse,interpolation_mse\n0,1.0,0.5\n1,4.0,0.5\n2,9.0,0.5\n"
+    base = "seed,valid_mse,test_mse\n0,1.0,100.0\n1,1.0,10.0\n"
+    _cell(tmp_path, "rec/nau", {}, {"seeds.csv": seeds, "random_baseline.csv": base})
+    with pytest.raises(render.Missing, match="all 3 seeds of seeds.csv \\(it holds 2;"):
+        render.Renderer(str(tmp_path)).scaled_error("rec/nau")
+
+
 def test_cross_commit_check_is_rendered_from_the_cell(tmp_path):
     check = {"checks": [{"commits": ["3693ec5aaa", "5b96e1dbbb"], "seeds": 4,
                          "steps": 1_010_000, "compared": ["seeds.csv", "metrics.jsonl"],

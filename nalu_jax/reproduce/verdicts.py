@@ -293,6 +293,13 @@ class ScaledErrorFunctions:
             raise Missing(f"{cell}/random_baseline.csv")
         seeds = {int(r["seed"]): r for r in results_lib.read_csv(os.path.join(path, "seeds.csv"))}
         base = results_lib.read_csv(base_path)
+        if sorted(int(b["seed"]) for b in base) != sorted(seeds):
+            # a cell extended after its baseline was written: the scaled error of a subset of
+            # its seeds would pass for the cell's
+            raise Missing(
+                f"{cell}/random_baseline.csv for all {len(seeds)} seeds of seeds.csv (it holds "
+                f"{len(base)}; run `python -m launch.random_baseline` on the cell again)"
+            )
         key, col = (("extrapolation_mse", "test_mse") if which == "extrapolation"
                     else ("interpolation_mse", "valid_mse"))  # fmt: skip
         trained = [float(seeds[int(b["seed"])][key] or "nan") for b in base]  # "": diverged
