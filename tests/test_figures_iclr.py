@@ -156,8 +156,8 @@ def test_range_figure_table_budget_and_verdict(tmp_path):
     )
     # 10 seeds × 10⁵ steps of the paper's 50 × 5·10⁶: 1/250
     assert ns["figure_verdict"]("iclr2020-range") == (
-        "not settled at 1/250 of the paper's seed-steps: the claim holds on the committed cells"
-        " (2 of 6 cells committed); NMU 3/10 on U[−2,2]; on U[1.1,1.2] NMU 0/10, NAC• 0/10"
+        "not settled at 1/250 of the paper's seed-steps in its least-run cell: the claim holds"
+        " on the committed cells (2 of 6 cells committed); NMU 3/10 on U[−2,2]; on U[1.1,1.2] NMU 0/10, NAC• 0/10"
     )
     # one program per model, its seven points its settings: 3 + 10 + 2 of 2 × 7 × 10
     assert ns["figure_solved"]("iclr2020-range") == "15 of 140 seeds"
@@ -182,8 +182,8 @@ def test_a_claim_short_of_the_paper_is_not_settled_below_the_budget(tmp_path):
     _range_cell(root, "nmu", (0, 0, 0, 0, 0, 0, 0))  # NMU solves nothing on U[-2,2]
     ns = render.Renderer(str(root)).namespace()
     assert ns["figure_verdict"]("iclr2020-range") == (
-        "not settled at 1/250 of the paper's seed-steps (1 of 6 cells committed): NMU 0/10 on"
-        " U[−2,2]; on U[1.1,1.2] NMU 0/10"
+        "not settled at 1/250 of the paper's seed-steps in its least-run cell (1 of 6 cells"
+        " committed): NMU 0/10 on U[−2,2]; on U[1.1,1.2] NMU 0/10"
     )
     root2 = tmp_path / "full"
     _range_cell(root2, "nmu", (0, 0, 0, 0, 0, 0, 0), n=50, steps=5_000_000)
@@ -204,8 +204,8 @@ def test_a_failure_claim_is_settled_only_at_the_paper_budget(tmp_path):
     )
     verdict = render.Renderer(str(tmp_path / "less")).namespace()["figure_verdict"]
     assert verdict("iclr2020-range") == (
-        "not settled at 1/250 of the paper's seed-steps: the claim holds on these cells, but no "
-        "model solving U[1.1,1.2] is a failure, which only the paper's budget can show; "
+        "not settled at 1/250 of the paper's seed-steps in its least-run cell: the claim holds "
+        "on these cells, but no model solving U[1.1,1.2] is a failure, which only the paper's budget can show; "
         + evidence.format(n=10)
     )
     verdict = render.Renderer(str(tmp_path / "full")).namespace()["figure_verdict"]
@@ -566,6 +566,22 @@ def test_spans_solvers_errors_seeds_against_and_wall_minutes_of_an_overlap_colum
         minutes("iclr2020-overlap")
     with pytest.raises(render.Missing):
         minutes("iclr2020-overlap", "mul-nmu")
+    # each cell's fastest batch, scaled to the seeds asked for: mul-nac_mul's 624 s for 2
+    # seeds (its other batch took 1,810 s), div-nmu's 120 s for 2 and then 216 s for 4
+    fastest = ns["fastest_minutes"]
+    assert fastest("iclr2020-arithmetic", "mul-nac_mul", "div-nmu", seeds=2) == "2–10 min"
+    assert fastest("iclr2020-arithmetic", "mul-nac_mul", "div-nmu") == "20–104 min"
+    nmu = root / "iclr2020-arithmetic" / "div-nmu" / "provenance.json"
+    prov = json.loads(nmu.read_text())
+    prov["batches"].append(dict(prov["batches"][0], first_seed=2, num_seeds=4, wall_time_s=216.0))
+    nmu.write_text(json.dumps(prov))
+    assert fastest("iclr2020-arithmetic", "div-nmu") == "18 min"  # 216 s × 20 / 4
+    with pytest.raises(ValueError, match="fastest_minutes cells: name at least one"):
+        fastest("iclr2020-arithmetic")
+    with pytest.raises(ValueError, match="fastest_minutes seeds: a positive count, not 0"):
+        fastest("iclr2020-arithmetic", "div-nmu", seeds=0)
+    with pytest.raises(render.Missing):
+        fastest("iclr2020-arithmetic", "add-nmu")
 
 
 def test_appendix_c_published_rows_name_their_source():
@@ -639,8 +655,8 @@ def test_the_claims_cells_at_a_larger_budget_set_the_verdicts_fraction(tmp_path)
     # "more often": 4/10 against 0/10 by Fisher's exact test, one-sided: all four solved seeds
     # in the NMU's ten, C(10,4) / C(20,4) = 210 / 4845 = 0.0433 < 5%
     assert ns["figure_verdict"]("iclr2020-hidden-size") == (
-        "not settled at 8% of the paper's seed-steps: the claim holds on the committed cells"
-        " (6 of 54 cells committed); NMU 4/10 against NAC• 0/10 at hidden size 10, Fisher's"
+        "not settled at 8% of the paper's seed-steps in its least-run cell: the claim holds on"
+        " the committed cells (6 of 54 cells committed); NMU 4/10 against NAC• 0/10 at hidden size 10, Fisher's"
         " exact test one-sided p = 0.043"
     )
     # the budget line counts every committed cell's own steps: 4 × 10 × 10⁵ + 2 × 10 × 2·10⁶
@@ -668,8 +684,8 @@ def test_a_higher_rate_that_the_test_cannot_tell_apart_settles_nothing(tmp_path)
             5_000_000)  # fmt: skip
     ns = render.Renderer(str(root)).namespace()
     assert ns["figure_verdict"]("iclr2020-hidden-size") == (
-        "not settled at 1/5 of the paper's seed-steps (2 of 54 cells committed): NMU 2/10"
-        " against NAC• 0/10 at hidden size 10, Fisher's exact test one-sided p = 0.24"
+        "not settled at 1/5 of the paper's seed-steps in its least-run cell (2 of 54 cells"
+        " committed): NMU 2/10 against NAC• 0/10 at hidden size 10, Fisher's exact test one-sided p = 0.24"
     )
 
 
