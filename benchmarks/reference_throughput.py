@@ -25,7 +25,7 @@ satisfied by empty packages written to a temporary directory.
 
 Prints one JSON line per model and, with ``--ours`` (the JSON lines of
 ``python -m benchmarks.throughput --models``), a table of both throughputs, their ratio and the
-issue's target (≥ 100× for models the reference has; within 1.5× of our NMU for the rest).
+project's target (≥ 100× for models the reference has; within 1.5× of our NMU for the rest).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ PAPER_STEPS = 100_000
 # About an hour each on the shared 2-core CPU (8×8 digits, 10 seeds + 10 reference seeds, 11
 # evaluations each, compile included), from rates measured at load average ~10 (sum: ~22
 # seed-steps/s training, ~1.2 s per seed-evaluation; product ~100 seed-steps/s): WORKSPACE
-# "Profile: sequence step". 28×28 MNIST (data=mnist_idx) trains ~15× slower per step: ÷ 15
+# at bcf7708, "Profile: sequence step". 28×28 MNIST (data=mnist_idx) trains ~15× slower per step: ÷ 15
 # (product 1,060 steps, sum and count 260; measured: ~10 min per 10-seed model for the
 # product, ~8 for the sum). That keeps the hour but is short for learning on MNIST: the sum's
 # NAU learns nothing in 260 steps (docs/reproductions/sequential-mnist.md, "On MNIST itself"); use steps=N

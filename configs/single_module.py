@@ -40,8 +40,8 @@ def get_config(arg=None):
     c.cpu_seed_block = 13
     c.num_steps = v["steps"]
     # XLA's own CPU kernels rather than YNNPACK's for this task's tiny reductions: 1.1-2.8x the
-    # seed-steps/s of every unit (WORKSPACE "Performance: the single-module step"); the same
-    # seeds solve either way (tests/test_compiler_options.py).
+    # seed-steps/s of every unit (WORKSPACE at bcf7708, "Performance: the single-module step");
+    # the same seeds solve either way (tests/test_compiler_options.py).
     c.cpu_ynn_fusions = False
     c.train.reg_start = 20_000.0
     c.train.reg_end = 35_000.0

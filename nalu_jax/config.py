@@ -196,7 +196,8 @@ def run_config(experiment: str, *, num_seeds: int, num_steps: int, seed_block: i
     # On CPU, XLA hands some fusions (dots, reductions) to the YNNPACK library. False compiles
     # the training program with XLA's own kernels for all of them: another summation order
     # (other last bits), 1.1-2.8x faster on the single-module task, while the 100-input task
-    # runs at half speed without them (WORKSPACE "Performance: the single-module step").
+    # runs at half speed without them (WORKSPACE at bcf7708, "Performance: the single-module
+    # step").
     # Ignored on GPU and TPU.
     c.cpu_ynn_fusions = True
     # Traced hyperparameters to sweep in one program (a tuple of values each; the grid of all

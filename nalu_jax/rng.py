@@ -27,8 +27,8 @@ def unroll_threefry_on_cpu() -> bool:
     JAX lowers it on CPU as a rolled ``while`` of 5 iterations (smaller programs, faster
     compiles); on XLA:CPU each iteration runs ~10 tiny kernels, and a training step's three
     threefry calls (the step key's ``fold_in``, its ``split``, the sampler's two words) were a
-    quarter of the NMU's step and more of the cheaper models' (WORKSPACE "Profile: arithmetic
-    step"). Both lowerings are the same 32-bit integer arithmetic, so every random bit is
+    quarter of the NMU's step and more of the cheaper models' (WORKSPACE at bcf7708,
+    "Profile: arithmetic step"). Both lowerings are the same 32-bit integer arithmetic, so every random bit is
     unchanged (``tests/test_rng.py``). Uses JAX's own unrolled lowering from a private module;
     if that moves, nothing is changed and False is returned (only speed is lost).
     """

@@ -42,7 +42,7 @@ NPU_BETA_EVERY = 10_000  # β(t) is multiplied by 10 every this many steps
 #: ``Recipe.step_randomness`` is drawn for at most this many steps at a time: a period's
 #: material drawn whole (1,000 steps of the single-module batches and the sNMU's noise,
 #: ~13 MB per 13-seed block each) left the two devices' caches and halved the sNMU's speed
-#: (WORKSPACE "Step material in parts of 100 steps").
+#: (WORKSPACE at bcf7708, "Step material in parts of 100 steps").
 MATERIAL_STEPS = 100
 
 
@@ -104,8 +104,8 @@ class Recipe(NamedTuple):
       (e.g. split keys, a sampler's words). Given, it is derived ``MATERIAL_STEPS`` steps at a
       time, before those steps' scan, and ``loss`` receives it in place of the key: the same bits,
       computed once per step, where inside the step XLA:CPU re-derives such cheap integer
-      work in every fused kernel that reads it (WORKSPACE "Performance: the single-module
-      step").
+      work in every fused kernel that reads it (WORKSPACE at bcf7708, "Performance:
+      the single-module step").
     """
 
     factory: Any

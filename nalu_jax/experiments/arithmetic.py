@@ -238,7 +238,7 @@ def draws_batch_ahead(config, input_shape) -> bool:
     ``eval_every``-step period's batches hold at most ``DRAW_AHEAD_ELEMENTS`` (the
     single-module task, not the 100-input one). The same values
     either way; XLA:CPU may fuse the step differently, so a unit with exp/log (NALU, G-NALU)
-    differs in its last bits (WORKSPACE "Performance: the single-module step")."""
+    differs in its last bits (WORKSPACE at bcf7708, "Performance: the single-module step")."""
     elements = int(config.train.batch_size) * math.prod(input_shape) * int(config.eval_every)
     return str(config.train.sampler) == "hash" and elements <= DRAW_AHEAD_ELEMENTS
 

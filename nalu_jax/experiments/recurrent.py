@@ -10,7 +10,7 @@ extrapolates in length and range; set them equal for length-only extrapolation).
 Model (``RecurrentNetwork``): a cell ``make_cell(model.name, n, hidden)`` with a learnable zero
 initial state, unrolled over the sequence, and a readout ``hidden → 1`` on the last output.
 ``model.readout = "auto"`` picks the unit the op needs (``AUTO_READOUT``): NAU for add/sub,
-NMU for mul/squared, NMRU for div and RealNPU for root (the brief's NMU cannot divide or take
+NMU for mul/squared, NMRU for div and RealNPU for root (the NMU cannot divide or take
 roots), and ``linear`` after LSTM/GRU/RNN and activation cells; ``"same"`` reuses the cell's
 unit; any unit name is taken as is. NAC• cells run in log space (``LOG_SPACE_UNITS``).
 

@@ -33,7 +33,7 @@ TOEPLITZ_MAX_RATIO = 4.0
 #: else bands when W ≤ this × kw, else im2col. 28×28 digit CNN on the idle 2-core EPYC: 640
 #: images, forward + input and kernel gradients, conv1 72 ms against im2col's 132, conv2 122
 #: against 180 (whole-row bands); blocks of kw − 1 columns cut the CNN's forward + backward by
-#: 9% at 640 images and 13–16% at 128 (WORKSPACE "Profile: sequence step")
+#: 9% at 640 images and 13–16% at 128 (WORKSPACE at bcf7708, "Profile: sequence step")
 BAND_MAX_RATIO = 8.0
 
 
@@ -138,7 +138,7 @@ def _rows_matmul(a, b):
     values and gradients, bit for bit; but the transposed dot that autodiff derives for ``b``'s
     gradient then contracts one flattened axis instead of three, which XLA:CPU lays out far
     better: the 28×28 training step went from 31–33% to 34–37% of the matmul rate
-    (WORKSPACE "Profile: sequence step")."""
+    (WORKSPACE at bcf7708, "Profile: sequence step")."""
     return matmul(a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
 
 

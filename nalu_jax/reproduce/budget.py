@@ -18,10 +18,10 @@ task (one block) × 20,000 steps ran at 2.68·10⁶ seed-steps/s through the loo
 calls at 3.09·10⁶ and the program alone at 3.10·10⁶ (evaluations 0.03 s, checkpoints 0.09 s
 of the loop's 1.3 s); the same 175 runs as the figure's 7-range sweep ran at 2.69·10⁶
 (evaluated every 1,000 steps) and 3.03·10⁶ (at both ends only), the plain task at 2.36·10⁶
-in a second sitting. Before that commit a sweep over range pairs resolved its block for its
+in a separate measurement. Before that commit a sweep over range pairs resolved its block for its
 seeds alone (25), so 175 runs trained as 7 blocks of 25 at ~9.6·10⁵. Two cells of 40 runs
 (hidden size 10, 5·10⁶ steps) sharing that H200 ran at 4.9·10⁵ and 5.2·10⁵ seed-steps/s,
-6.9 min each.
+6.9 and 6.6 min.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ the engine shards seeds over several host "devices": one per core by default. On
 XLA's generated loops use 512-bit vectors: the arithmetic models' per-seed results are
 byte-identical to 256-bit ones (``tools/check_identity.py``), the convolution and dense
 reductions of sequential MNIST and the identity task sum in a different order (same
-distribution, other bits), and steps run 15–75% faster (WORKSPACE "Profile").
+distribution, other bits), and steps run 15–75% faster (WORKSPACE at bcf7708, "Profile:
+arithmetic step" and "Profile: sequence step").
 
 On a GPU or TPU none of this applies: the platform's devices are the devices, and
 ``configure_host_devices`` leaves ``XLA_FLAGS`` as it is (``platform()`` says which platform

@@ -61,8 +61,8 @@ def computed_once(v):
     a scalar libm call. A floating-point division by a value XLA cannot fold is expensive to it
     and is computed once: ``v / 1`` is exact (``−0``, ``inf``, NaN included; a subnormal reads
     as 0, as XLA:CPU's arithmetic reads it anyway), and the divisor is 1 unless ``v`` is NaN,
-    when the quotient is NaN either way. Byte-identical training, faster: WORKSPACE,
-    "Values computed once".
+    when the quotient is NaN either way. Byte-identical training, faster: WORKSPACE at
+    bcf7708, "Values computed once".
     """
     return v / jnp.where(v == v, jnp.ones_like(v), v)
 

@@ -212,8 +212,8 @@ class SNMU(NMU):
         Unnormalised, the quotient of the two products is taken as one product of quotients,
         ∏_i (W_ij x_i n_i + 1 − W_ij) / (W_ij n_i + 1 − W_ij): the same function (each
         denominator ≥ 1 for W in [0, 1] and n ≥ 1), one product and its closed-form gradient
-        instead of two: 1.4× the seed-steps/s on the single-module task (WORKSPACE "The sNMU
-        as one product of quotients").
+        instead of two: 1.4× the seed-steps/s on the single-module task (WORKSPACE at
+        bcf7708, "The sNMU as one product of quotients").
         """
         if self.normalized:  # each NMU call scales by its own input's std
             return super().__call__(x * n) / super().__call__(n)
