@@ -700,8 +700,8 @@ class FigureFunctions:
     def fastest_minutes(self, table, *cells, seeds=20) -> str:
         """The wall time of ``seeds`` seeds in each of ``table``'s results ``cells`` at its
         fastest committed batch (a batch of other size scaled to ``seeds`` seeds), as a span
-        over the cells in whole minutes: "6–33 min". What one batch of that many seeds costs
-        where nothing else shares the machine; the slower batches ran beside other work."""
+        over the cells in whole minutes: "6–33 min". The fastest batch is the nearest to what
+        the cell costs alone on its machine; slower ones shared it with other work."""
         if not cells:
             raise ValueError("fastest_minutes cells: name at least one op-model cell")
         if seeds <= 0:
