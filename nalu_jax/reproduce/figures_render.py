@@ -693,9 +693,7 @@ class FigureFunctions:
             if not -len(batches) <= batch < len(batches):
                 raise self.Missing(f"{table}/{c}: batch {batch} (it has {len(batches)})")
             minutes.append(batches[batch]["wall_time_s"] / (1 if seconds else 60))
-        lo, hi = f"{min(minutes):.0f}", f"{max(minutes):.0f}"
-        unit = "s" if seconds else "min"
-        return f"{lo} {unit}" if lo == hi else f"{lo}–{hi} {unit}"
+        return _span(minutes, "s" if seconds else "min")
 
     def fastest_minutes(self, table, *cells, seeds=20) -> str:
         """The wall time of ``seeds`` seeds in each of ``table``'s results ``cells`` at its
@@ -712,8 +710,7 @@ class FigureFunctions:
             if not batches:
                 raise self.Missing(f"{table}/{c}: no batch")
             minutes.append(min(b["wall_time_s"] * seeds / b["num_seeds"] for b in batches) / 60)
-        lo, hi = f"{min(minutes):.0f}", f"{max(minutes):.0f}"
-        return f"{lo} min" if lo == hi else f"{lo}–{hi} min"
+        return _span(minutes, "min")
 
     def batch_rates(self, cell, minutes=False) -> str:
         """Each committed batch of results cell ``cell``: its seeds and the seed-steps per
@@ -734,6 +731,12 @@ class FigureFunctions:
 
     def figure_claim(self, name) -> str:
         return CLAIMS[name][0] if name in CLAIMS else "none stated in the text"
+
+
+def _span(values, unit) -> str:
+    """``values`` as a span in whole ``unit``s, "5–7 min"; one value where all round alike."""
+    lo, hi = f"{min(values):.0f}", f"{max(values):.0f}"
+    return f"{lo} {unit}" if lo == hi else f"{lo}–{hi} {unit}"
 
 
 def functions(renderer) -> dict:
