@@ -51,7 +51,7 @@ def test_a_failed_check_exits_1(monkeypatch, capsys):
     assert check.main(["--smoke"]) == 0
 
 
-@pytest.mark.slow  # a few minutes on 2 cores: the audit's lowering, six tiny runs
+@pytest.mark.slow  # about a minute on 2 cores: the audit's lowering, 33 fixtures, six tiny runs
 def test_smoke_passes_here():
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
     out = subprocess.run(
