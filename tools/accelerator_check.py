@@ -109,10 +109,7 @@ def parity(path) -> tuple[str, float, float]:
         graphdef, state = nnx.split(unit)
         noise = jnp.asarray(f("noise"), jnp.float32) if meta["noise"] else None
 
-        def forward(s, x, graphdef=graphdef, training=meta["training"], noise=noise):
-            return _forward()(graphdef, s, x, training, noise)
-
-        y, vjp = jax.vjp(forward, state, x)
+        y, vjp = jax.vjp(lambda s, x: _forward()(graphdef, s, x, meta["training"], noise), state, x)
         grad_state, grad_x = vjp(dy)
         grads = nnx.merge(graphdef, grad_state)
         pairs = [(y, f("y")), (grad_x, f("grad:x"))]
