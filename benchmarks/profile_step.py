@@ -6,8 +6,8 @@
 
 For each model of ``nalu_jax.models.MODELS`` on the standard arithmetic configuration (op mul,
 n = 100, batch 128) — or, with ``--task single_module``, each unit of the single-module
-benchmark (one unit, 2 inputs, range 7; × units on ×, NAC₊/NAU on +) — it times, on one CPU device with ``--seeds`` seeds (the per-device share of
-the 2-device benchmark at 100 seeds) vmapped in blocks of the config's ``seed_block`` as the
+benchmark (one unit, 2 inputs, range 7; × units on ×, NAC₊/NAU on +) — it times, on one CPU device with ``--seeds`` seeds (default 50, the per-device share
+of the 2-device benchmark at 100 seeds, rounded up to a multiple of the seed block) vmapped in blocks of the config's ``seed_block`` as the
 engine runs them (``--set seed_block=N`` to change it), scans of ``--steps`` steps of nested
 parts of the step and reports µs per seed-step:
 
@@ -93,6 +93,16 @@ def engine_block(config, seeds: int) -> int:
 
     config.num_seeds = seeds
     return int(resolve_seed_block(config).seed_block)
+
+
+DEFAULT_SEEDS = 50  # the per-device share of the 2-device benchmark at 100 seeds
+
+
+def default_seeds(config) -> int:
+    """``DEFAULT_SEEDS`` rounded up to a multiple of the seed block ``config`` runs with here
+    (50 on the arithmetic task's block of 10; 52 on the single-module units' 13)."""
+    block = engine_block(config, DEFAULT_SEEDS)
+    return block * -(-DEFAULT_SEEDS // block)
 
 
 def seeds_off_block(model: str, seeds: int, block: int) -> str:
@@ -211,7 +221,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="nmu,nalu", help="comma list or 'all'")
     parser.add_argument("--task", choices=TASKS, default="arithmetic", help="benchmark task")
-    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument(
+        "--seeds", type=int, default=None,
+        help=f"seeds per model (default: {DEFAULT_SEEDS}, rounded up to the model's seed block)",
+    )  # fmt: skip
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
@@ -221,14 +234,18 @@ def main() -> None:
 
     every = SINGLE_MODULE_UNITS if args.task == "single_module" else list(MODELS)
     models = list(every) if args.models == "all" else args.models.split(",")
+    if args.seeds is not None and args.seeds <= 0:
+        parser.error(f"--seeds must be a positive count, not {args.seeds}.")
+    seeds = {}
     for m in models:  # before any compile: a bad --seeds is one sentence, exit status 2
-        block = engine_block(benchmark_config(m, args.set, args.task), args.seeds)
-        if message := seeds_off_block(m, args.seeds, block):
+        seeds[m] = args.seeds or default_seeds(benchmark_config(m, args.set, args.task))
+        block = engine_block(benchmark_config(m, args.set, args.task), seeds[m])
+        if message := seeds_off_block(m, seeds[m], block):
             parser.error(message)
     rows = []
     for m in models:
         rows.append(
-            profile(m, args.seeds, args.steps, args.repeat, args.set, args.kernels, args.task)
+            profile(m, seeds[m], args.steps, args.repeat, args.set, args.kernels, args.task)
         )
         print(json.dumps(rows[-1]), flush=True)
     cols = ("data", "forward", "grad", "step", "eval", "total")

@@ -88,3 +88,19 @@ def test_estimate_bad_input_and_its_row():
     error = abs(row["estimate_s"] - row["wall_s"]) / row["wall_s"]
     assert abs(error - row["error"]) < 1e-3
     assert row["within_target"] == (row["error"] <= 0.25 + row["noise"])
+
+
+def test_profile_step_default_seeds_fill_the_seed_block():
+    """The default 50 seeds, rounded up to the block each config runs with on the CPU: the
+    arithmetic task's 10 keeps 50, the single-module units' 13 makes 52 (50 would be refused:
+    the test above)."""
+    from benchmarks.profile_step import default_seeds, engine_block
+    from benchmarks.throughput import benchmark_config
+
+    assert default_seeds(benchmark_config("nmu")) == 50
+    assert default_seeds(benchmark_config("nac_add", task="single_module")) == 52
+    assert engine_block(benchmark_config("nac_add", task="single_module"), 52) == 13
+
+
+def test_profile_step_non_positive_seeds():
+    _refuses("benchmarks.profile_step", [(("--seeds", "0"), "--seeds must be a positive count")])
