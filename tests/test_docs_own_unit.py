@@ -87,3 +87,6 @@ def test_own_unit_runs_by_name_through_both_benchmarks_and_a_table(tmp_path):
     assert md.count("| + | NAU |") == 9 + 1
     assert "† Not comparable with the paper" in md
     assert "rows; results in" in out.stdout
+    # a budget that ends before R_sparse's ramp starts (the doc's 20,000 steps, this test's
+    # fewer) says so, as the doc tells
+    assert "R_sparse never switches on" in out.stdout + out.stderr
