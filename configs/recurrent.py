@@ -17,8 +17,9 @@ Variants (comma-separated in the config string):
 Defaults: sequences of 10-dimensional vectors (input_size 10: 100 inputs over 1,000 steps would
 make the length-1,000 test set 4 GB; with s = 0.25, o = 0.5 the subsets are [0, 2) and [1, 3)
 plus a per-seed offset in 0…7), train/validation length 10, test length 1,000, hidden size 2,
-learnable zero initial state, λ̂ = 0.1 with s(t) = 1 − exp(−1e-5·t), evaluation sets of 1,000
-sequences, threshold from 100,000 simulated length-1,000 sequences.
+learnable initial state (an offset on 0; on 1 for multiplicative cells outside log space),
+λ̂ = 0.1 with s(t) = 1 − exp(−1e-5·t), evaluation sets of 1,000 sequences, threshold from
+100,000 simulated length-1,000 sequences.
 
 ``protocol=reproduce`` departs from the paper's protocol in six ways, because under it a unit's
 hidden-to-hidden weights stay mixed and a 1,000-step sum turns Adam's jitter of ~1e-4 on the
