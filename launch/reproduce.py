@@ -86,7 +86,8 @@ _CHECK = flags.DEFINE_string(
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
 _PLAN_ONLY = flags.DEFINE_bool(
     "plan_only", False,
-    "Print what each cell would do, its seed-steps and the estimated times; run nothing.",
+    "Print what each cell would do, its seed-steps and the estimated times; commit nothing "
+    "(the estimate times a short run per model, --calibration_steps; 0 skips it).",
 )  # fmt: skip
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
 _OVERWRITE = flags.DEFINE_bool(

@@ -55,7 +55,7 @@ def test_plan_only_prints_the_plan_and_runs_nothing(tmp_path):
     text = out.stdout + out.stderr
     assert "results hold seeds 0–49; running the 10 more" in text, text
     assert "mul-nmu-h10: 10 runs × 5,000,000 steps = 5e+07 seed-steps; GPU ≈" in text, text
-    assert "plan only: nothing was run or written" in text
+    assert "plan only: no cell was run or written" in text
     assert not work.exists()
     assert before == {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
     both = subprocess.run([*cmd, "--report_only"], cwd=ROOT, capture_output=True, text=True,

@@ -101,7 +101,8 @@ def reproduce(
     (dotted config fields) apply to every cell, then ``config_items`` (``"FIELD=VALUE"``
     texts of ``--config.FIELD=VALUE``, parsed with each field's type); ``extra_models`` adds
     registered units as rows of their own (``specs.with_extra``). ``plan_only``: print the plan
-    (what each cell would do, its seed-steps and estimated times) and run nothing; returns [].
+    (what each cell would do, its seed-steps and estimated times, timed by a short scratch run
+    per model unless ``calibration_steps`` is 0) and run no cell; returns [].
 
     ``results``: the committed results root (``results/``). A cell committed there with the
     same config is skipped, and so is one that another committed cell already holds (it becomes
@@ -150,7 +151,7 @@ def reproduce(
         for line in budget.plan(pending, cfgs_, estimates, gpu=spec.kind != "experiment"):
             log(line)
     if plan_only:
-        log("plan only: nothing was run or written")
+        log("plan only: no cell was run or written")
         return []
     os.makedirs(workdir, exist_ok=True)
     located = {}
