@@ -6,10 +6,11 @@
 
 For each model of ``nalu_jax.models.MODELS`` on the standard arithmetic configuration (op mul,
 n = 100, batch 128) — or, with ``--task single_module``, each unit of the single-module
-benchmark (one unit, 2 inputs, range 7; × units on ×, NAC₊/NAU on +) — it times, on one CPU device with ``--seeds`` seeds (default 50, the per-device share
-of the 2-device benchmark at 100 seeds, rounded up to a multiple of the seed block) vmapped in blocks of the config's ``seed_block`` as the
-engine runs them (``--set seed_block=N`` to change it), scans of ``--steps`` steps of nested
-parts of the step and reports µs per seed-step:
+benchmark (one unit, 2 inputs, range 7; × units on ×, NAC₊/NAU on +) — it times, on one CPU
+device with ``--seeds`` seeds (default 50, the per-device share of the 2-device benchmark at 100
+seeds, rounded up to a multiple of the seed block) vmapped in blocks of the config's
+``seed_block`` as the engine runs them (``--set seed_block=N`` to change it), scans of
+``--steps`` steps of nested parts of the step and reports µs per seed-step:
 
   data      sampling the batch and its targets;
   forward   + the model's forward pass, regularisers and the loss;

@@ -17,8 +17,9 @@ finished cell of the workdir (a later invocation with other cells adds to them).
 training it prints the estimated wall time from a short calibration run per model.
 ``--seeds``/``--steps`` reduce the protocol (the table's header says so). ``--report_only``
 only rewrites the table (e.g. after ``launch/slurm.py`` jobs); ``--plan_only`` prints what each
-cell would do (skip, extend, run), its seed-steps and the estimated times, and runs nothing
-(``--calibration_steps=0``: the GPU estimate alone). ``--check=OP-MODEL`` (or, without
+cell would do (skip, extend, run), its seed-steps and the estimated times, and trains no cell
+(the estimate times a short scratch run per model; ``--calibration_steps=0``: the GPU estimate
+alone). ``--check=OP-MODEL`` (or, without
 ``--table``, ``--check=GROUP/CELL`` of any committed cell) re-runs the
 first ``--seeds`` (default 2) seeds of that committed cell at its committed protocol in
 ``--workdir`` (default: a temporary directory) and compares them with the committed rows
@@ -86,8 +87,9 @@ _CHECK = flags.DEFINE_string(
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Only write the table of finished cells.")
 _PLAN_ONLY = flags.DEFINE_bool(
     "plan_only", False,
-    "Print what each cell would do, its seed-steps and the estimated times; commit nothing "
-    "(the estimate times a short run per model, --calibration_steps; 0 skips it).",
+    "Print what each cell would do, its seed-steps and the estimated times; train and write "
+    "no cell (the estimate times a short scratch run per model, --calibration_steps; 0 skips "
+    "it).",
 )  # fmt: skip
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar per cell.")
 _OVERWRITE = flags.DEFINE_bool(

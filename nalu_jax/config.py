@@ -245,8 +245,8 @@ def arithmetic_config(experiment: str = "arithmetic"):
     c.task.exact_targets = False
     # the best validation step (where a seed is judged) is chosen among the evaluations at this
     # step or later; 0: all of them, as the authors' export does below 5·10⁶ steps (at 5·10⁶ it
-    # leaves out step 0: 1000 there; docs/protocols.md, "Judgement of a seed and of a
-    # population"). A study's knob: training does not read it.
+    # leaves step 0 out, which 1000 reproduces; docs/protocols.md, "Judgement of a seed and of
+    # a population"). A study's knob: training does not read it.
     c.task.select_from_step = 0
 
     c.model = ml_collections.ConfigDict()

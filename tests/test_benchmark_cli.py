@@ -92,8 +92,8 @@ def test_estimate_bad_input_and_its_row():
 
 def test_profile_step_default_seeds_fill_the_seed_block():
     """The default 50 seeds, rounded up to the block each config runs with on the CPU: the
-    arithmetic task's 10 keeps 50, the single-module units' 13 makes 52 (50 would be refused:
-    the test above)."""
+    arithmetic task's 10 keeps 50, the single-module units' 13 makes 52 (50 would be refused,
+    as 25 is in test_profile_step_seeds_off_the_seed_block)."""
     from benchmarks.profile_step import default_seeds, engine_block
     from benchmarks.throughput import benchmark_config
 
