@@ -239,6 +239,8 @@ def main() -> None:
         parser.error(f"--seeds must be a positive count, not {args.seeds}.")
     seeds = {}
     for m in models:  # before any compile: a bad --seeds is one sentence, exit status 2
+        # a fresh config for each call: engine_block resolves its seed block in place, and
+        # on an accelerator "auto" depends on the seed count
         seeds[m] = args.seeds or default_seeds(benchmark_config(m, args.set, args.task))
         block = engine_block(benchmark_config(m, args.set, args.task), seeds[m])
         if message := seeds_off_block(m, seeds[m], block):

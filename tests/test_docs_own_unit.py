@@ -53,6 +53,25 @@ def _run(command: str, unit_dir, runs_dir) -> subprocess.CompletedProcess:
     return out
 
 
+def _recorded_reg_scale(config_text: str, unit_dir) -> str:
+    """The λ̂ that a run's recorded ``config.json`` trains with, computed from the unit's
+    registration; the recorded ``train.reg_scale`` must be unset, so that it comes from there."""
+    script = (
+        "import json, sys, ml_collections, numpy as np\n"
+        "from nalu_jax.experiments.arithmetic import build_hparams\n"
+        "c = ml_collections.ConfigDict(json.loads(sys.stdin.read()))\n"
+        "assert c.model.single_unit and c.train.get('reg_scale') is None, c.train\n"
+        "print(float(np.asarray(build_hparams(c, (c.model.name,)).reg_scale)))\n"
+    )
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(unit_dir))
+    out = subprocess.run(
+        [sys.executable, "-c", script], input=config_text, cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
 def test_the_doc_shows_the_example_file_verbatim():
     with open(EXAMPLE) as f:
         assert _blocks("python") == [f.read()]
@@ -71,9 +90,12 @@ def test_own_unit_runs_by_name_through_both_benchmarks_and_a_table(tmp_path):
     assert "nau" in cmp and "scaled_nau:ScaledNAU" in cmp
     seeds = (runs / "own_single" / "scaled_nau:ScaledNAU" / "seeds.csv").read_text()
     assert len(seeds.strip().splitlines()) == 3  # header + 2 seeds
-    # λ̂ of the single-module run is the unit's declared 0.01 (not a silent 0)
+    # λ̂ of the single-module run is the unit's declared 0.01 (not a silent 0): the run's
+    # recorded config, rebuilt into the hyperparameters it trained with (in a process of its
+    # own, so that this one's unit registry stays the library's)
     summary = (runs / "own_single" / "scaled_nau:ScaledNAU" / "config.json").read_text()
     assert '"name": "scaled_nau:ScaledNAU"' in summary
+    assert float(_recorded_reg_scale(summary, unit_dir)) == pytest.approx(0.01)
 
     _run(arith, unit_dir, runs)
     cmp = (runs / "own_arith" / "comparison.md").read_text()

@@ -221,7 +221,8 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, monkeypatch):
         train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
     assert not os.path.exists(tmp_path / "resumed" / "seeds.csv")
     monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", real_save)
-    train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
+    again = train_and_evaluate(config(), str(tmp_path / "resumed"), progress=False)
+    assert again["resumed_from_step"] == 500  # went on from the checkpoint, not from scratch
     assert read_csv(tmp_path / "resumed") == read_csv(tmp_path / "full")
     full = open(tmp_path / "full" / "metrics.jsonl").read()
     assert open(tmp_path / "resumed" / "metrics.jsonl").read() == full

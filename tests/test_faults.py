@@ -124,7 +124,11 @@ def test_kill_9_at_random_points_then_resume_is_identical(tmp_path, uninterrupte
         time.sleep(float(rng.uniform(0.0, 1.5)))  # sometimes inside a checkpoint write
         proc.kill()
         proc.communicate()
-    finish(workdir, devices=1)
+    # a checkpoint's directory takes its step's name once it is written whole
+    written = [p for p in checkpoints(workdir) if os.path.basename(p).isdigit()]
+    out = finish(workdir, devices=1)
+    if written:  # the run goes on from one of them rather than from step 0
+        assert "resumed from the checkpoint at step" in out.stderr, out.stderr[-2000:]
     assert results(workdir) == uninterrupted
 
 
@@ -155,7 +159,8 @@ def test_damaged_latest_checkpoint_falls_back_to_an_intact_one(tmp_path, capsys,
     config = smoke(tmp_path)
     first = train_and_evaluate(config, str(tmp_path), progress=False)
     expected = results(str(tmp_path))
-    latest = max(checkpoints(str(tmp_path)), key=lambda p: int(os.path.basename(p)))
+    steps = sorted(checkpoints(str(tmp_path)), key=lambda p: int(os.path.basename(p)))
+    older, latest = os.path.basename(steps[-2]), steps[-1]
     files = data_files(latest)
     assert files, os.listdir(latest)
     if damage == "flip":
@@ -179,6 +184,7 @@ def test_damaged_latest_checkpoint_falls_back_to_an_intact_one(tmp_path, capsys,
     again = train_and_evaluate(config, str(tmp_path), progress=False)
     err = capsys.readouterr().err
     assert f"checkpoint at step {os.path.basename(latest)}" in err and "unusable" in err
+    assert f"resumed from the checkpoint at step {older} " in err  # not from step 0
     assert results(str(tmp_path)) == expected
     assert again["solved"] == first["solved"]
 

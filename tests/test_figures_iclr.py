@@ -30,7 +30,9 @@ def test_range_pair_sweep_sets_both_ranges_per_value_not_their_grid():
         sweep.expand(c, allowed=("lr",))
 
 
-def test_a_config_without_the_pair_has_the_fields_it_had():
+def test_the_default_config_has_no_range_pair_field():
+    """The pair is a field only of the configs that sweep it (the range figure's), so every
+    other cell's recorded ``config.json`` stays without it."""
     assert "range_pair" not in arithmetic_config().sweep
 
 

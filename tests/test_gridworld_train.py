@@ -8,11 +8,14 @@ import jax
 import numpy as np
 import pytest
 from conftest import load_config
+from test_engine import _Interrupt as Interrupt
+from test_engine import stop_after_saving
 
 from nalu_jax.engine.train import seed_keys
 from nalu_jax.envs import GridWorld
 from nalu_jax.experiments import gridworld, train_and_evaluate
 from nalu_jax.rl.a2c import random_policy_success
+from nalu_jax.runtime import checkpoint as checkpoint_lib
 
 
 @pytest.mark.slow
@@ -38,7 +41,7 @@ def _rows(path):
 
 
 @pytest.mark.slow
-def test_end_to_end_resume_and_seed_independence(tmp_path):
+def test_end_to_end_resume_and_seed_independence(tmp_path, monkeypatch):
     config = load_config("gridworld", "smoke,agent=memory")
     config.num_steps, config.eval_every, config.checkpoint_every = 20, 10, 10
     work = str(tmp_path / "run")
@@ -58,6 +61,15 @@ def test_end_to_end_resume_and_seed_independence(tmp_path):
     again = train_and_evaluate(config, work, progress=False)  # resumes at the end
     assert again["agents"][0]["resumed_from_step"] == 20
     assert _rows(f"{work}/seeds.csv") == rows
+
+    # stopped right after its checkpoint at step 10, then resumed from it: the same rows
+    real_save = stop_after_saving(monkeypatch, 10)
+    with pytest.raises(Interrupt):
+        train_and_evaluate(config, str(tmp_path / "stopped"), progress=False)
+    monkeypatch.setattr(checkpoint_lib.Checkpointer, "save", real_save)
+    resumed = train_and_evaluate(config, str(tmp_path / "stopped"), progress=False)
+    assert resumed["agents"][0]["resumed_from_step"] == 10
+    assert _rows(f"{tmp_path}/stopped/seeds.csv") == rows
 
     config.first_seed, config.num_seeds = 1, 1  # seed 1 alone
     train_and_evaluate(config, str(tmp_path / "alone"), progress=False)

@@ -61,6 +61,7 @@ def test_a_bad_override_is_one_sentence_before_anything_runs(script, arg, senten
     out = launch(*script, f"--workdir={tmp_path / 'w'}", arg)
     assert out.returncode == 2, out.stderr[-3000:]
     assert sentence in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr  # that sentence alone
     assert not (tmp_path / "w" / "cells").exists()  # nothing ran
 
 

@@ -68,6 +68,13 @@ def test_training_keyword_and_key_pass_through():
     )
     trained = layer.apply(variables, x, training=True, key=jax.random.key(1))
     assert trained.shape == (1, 1) and np.isfinite(trained).all()
+    # the keyword reached the unit (noise, so not the evaluation output) and so did the key
+    # (the same key, the same noise; another key, other noise)
+    assert not np.allclose(trained, evaluated, rtol=1e-4, atol=0)
+    again = layer.apply(variables, x, training=True, key=jax.random.key(1))
+    np.testing.assert_array_equal(again, trained)
+    other = layer.apply(variables, x, training=True, key=jax.random.key(2))
+    assert not np.allclose(other, trained, rtol=1e-4, atol=0)
 
 
 class TwoLayer(nn.Module):

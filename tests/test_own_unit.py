@@ -161,6 +161,15 @@ def test_recurrent_cell_of_a_registered_unit(mymod):
     c = load_config("recurrent", "model=nau,op=add,smoke")
     c.model.name = f"{mymod}:Doubled"
     EXPERIMENTS["recurrent"].validate(c)
+    # the network is built with the unit as its cell and runs over the task's sequences
+    from nalu_jax.engine.train import seed_keys
+    from nalu_jax.experiments import recurrent
+
+    trainer = recurrent.trainer_for(c)
+    model = nnx.merge(trainer.graphdef, trainer.init(seed_keys(0, [0])[0]).params)
+    assert [type(n).__name__ for _, n in nnx.iter_graph(model)].count("Doubled") == 1
+    out = model(trainer.eval_data["valid"])
+    assert out.shape == (trainer.eval_data["valid"].shape[0], 1) and np.isfinite(out).all()
     c.model.name = "nosuch_cell"
     with pytest.raises(ConfigError, match="model.name must be a cell"):
         EXPERIMENTS["recurrent"].validate(c)
@@ -174,6 +183,11 @@ def test_parity_lists_a_unit_without_reference(registered):
     missing, no_reference = test_units_parity.coverage()
     assert missing == [] and no_reference == ["mine_noref"]
     test_units_parity.test_fixtures_cover_every_registered_unit()  # passes with it registered
+    # its entry in the parity listing: skipped, saying why; a unit with a fixture is refused
+    with pytest.raises(pytest.skip.Exception, match="mine_noref: no reference"):
+        test_units_parity.test_units_without_reference_are_listed("mine_noref")
+    with pytest.raises(AssertionError, match="nau has a fixture"):
+        test_units_parity.test_units_without_reference_are_listed("nau")
     registered(NAU, "mine_claims_ref", single_module_reg_scale=0.01, reference=True)
     assert test_units_parity.coverage()[0] == ["mine_claims_ref"]  # a claimed, absent fixture
 
@@ -285,7 +299,8 @@ def _arith(steps, **train):
 def test_extending_a_finished_run_equals_the_longer_run(tmp_path):
     exp = EXPERIMENTS["arithmetic"]
     run(exp, _arith(200), str(tmp_path / "ext"), progress=False)
-    run(exp, _arith(400), str(tmp_path / "ext"), progress=False)  # extended
+    extended = run(exp, _arith(400), str(tmp_path / "ext"), progress=False)
+    assert extended["resumed_from_step"] == 200  # went on from the 200-step run's end
     run(exp, _arith(400), str(tmp_path / "long"), progress=False)  # the larger budget at once
     for f in ("seeds.csv", "metrics.jsonl"):
         assert (tmp_path / "ext" / f).read_bytes() == (tmp_path / "long" / f).read_bytes()

@@ -41,7 +41,7 @@ def test_training_batches_are_sequences_with_their_targets():
     assert model.readout.__class__.__name__ == "NAU"  # op add → NAU readout
 
 
-def test_threshold_is_positive_finite_and_larger_for_mul():
+def test_threshold_is_positive_finite_and_larger_for_mul(monkeypatch):
     task = lambda op: ArithmeticTask(op, input_size=10)
     add = recurrent.recurrent_threshold(task("add"), 50, num_samples=2000)
     mul = recurrent.recurrent_threshold(task("mul"), 50, num_samples=2000)
@@ -49,8 +49,13 @@ def test_threshold_is_positive_finite_and_larger_for_mul():
     # A length-1 "sequence" is the static task's construction (other draws: ~equal values).
     one = recurrent.recurrent_threshold(task("add"), 1, num_samples=2000)
     assert one == pytest.approx(success_threshold(task("add"), num_samples=2000), rel=0.1)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("simulated despite a cached value")
+
+    monkeypatch.setattr(recurrent.thr, "simulate_mean", fail)
     again = recurrent.recurrent_threshold(task("add"), 50, num_samples=2000)
-    assert again == add  # cached
+    assert again == add  # cached: read back, not simulated again
 
 
 def test_smoke_config_runs_through_the_engine(tmp_path):

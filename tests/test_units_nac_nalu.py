@@ -154,7 +154,17 @@ def test_inalu_clamps_log_at_omega():
     "fans, radius", [((100, 2), 0.504), ((10, 2), 2.07), ((2, 1), 9.47), ((3, 2), 9.47)]
 )
 def test_nac_radius(fans, radius):
-    assert abs(nac_radius(*fans) - radius) < 0.01 * radius
+    """W = tanh(Ŵ)·σ(M̂) with Ŵ, M̂ ~ U[−r, r] independent has mean 0 and variance
+    E[tanh²(Ŵ)]·E[σ²(M̂)]; r is where F times that is 2 (F = max(fan_in + fan_out, 5)). The
+    variance here is scipy's quadrature of those two integrals, independent of the unit's code;
+    the tabled radii are its roots to three digits."""
+    from scipy import integrate, special
+
+    r = nac_radius(*fans)
+    assert abs(r - radius) < 0.01 * radius
+    tanh2 = integrate.quad(lambda a: np.tanh(a) ** 2, -r, r)[0] / (2 * r)
+    sigmoid2 = integrate.quad(lambda b: special.expit(b) ** 2, -r, r)[0] / (2 * r)
+    assert max(sum(fans), 5) * tanh2 * sigmoid2 == pytest.approx(2.0, rel=1e-4)
 
 
 def test_nac_init_range_and_variance():
