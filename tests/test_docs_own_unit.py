@@ -53,7 +53,7 @@ def _run(command: str, unit_dir, runs_dir) -> subprocess.CompletedProcess:
     return out
 
 
-def _recorded_reg_scale(config_text: str, unit_dir) -> str:
+def _recorded_reg_scale(config_text: str, unit_dir) -> float:
     """The λ̂ that a run's recorded ``config.json`` trains with, computed from the unit's
     registration; the recorded ``train.reg_scale`` must be unset, so that it comes from there."""
     script = (
@@ -69,7 +69,7 @@ def _recorded_reg_scale(config_text: str, unit_dir) -> str:
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.strip().splitlines()[-1]
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def test_the_doc_shows_the_example_file_verbatim():
@@ -95,7 +95,7 @@ def test_own_unit_runs_by_name_through_both_benchmarks_and_a_table(tmp_path):
     # own, so that this one's unit registry stays the library's)
     summary = (runs / "own_single" / "scaled_nau:ScaledNAU" / "config.json").read_text()
     assert '"name": "scaled_nau:ScaledNAU"' in summary
-    assert float(_recorded_reg_scale(summary, unit_dir)) == pytest.approx(0.01)
+    assert _recorded_reg_scale(summary, unit_dir) == pytest.approx(0.01)
 
     _run(arith, unit_dir, runs)
     cmp = (runs / "own_arith" / "comparison.md").read_text()
