@@ -12,6 +12,7 @@ from nalu_jax.config import ConfigError
 from nalu_jax.models import MODELS
 from nalu_jax.reporting.metrics import wilson_interval
 from nalu_jax.reproduce import cell_config, specs, tables
+from nalu_jax.reproduce import results as results_lib
 from nalu_jax.reproduce.cells import SMOKE, configs, estimate_s
 from nalu_jax.units import UNITS
 
@@ -298,6 +299,34 @@ def test_the_header_counts_each_cell_and_its_programs_wall_time_once(tmp_path):
     write_summary(tmp_path / "single", "mul-nmu", {"settings": ranges})
     md = tables.markdown(single, tables.collect(single, str(tmp_path / "single")))
     assert "Cells measured: 1; training wall time 1.0 min on " in md
+
+
+def test_the_header_names_the_machine_of_each_batch(tmp_path):
+    # a committed cell extended on a GPU: its 36.7 min are 30.1 on the CPU and 6.6 on the GPU,
+    # not 36.7 on the machine that wrote the table; a cell without provenance trained here
+    import json
+
+    spec = specs.table("iclr2020-range")
+    write_summary(tmp_path, "mul-nmu", fake_summary(5, wall_time_s=2202.0))
+    cpu = {"platform": "cpu", "cpu": "AMD EPYC", "cores": 2, "devices": 2,
+           "device_kind": "cpu"}  # fmt: skip
+    gpu = {"platform": "gpu", "cpu": "Intel(R) Xeon(R) Processor", "cores": 16, "devices": 1,
+           "device_kind": "NVIDIA H200"}  # fmt: skip
+    batches = [{"machine": cpu, "wall_time_s": 1806.0}, {"machine": gpu, "wall_time_s": 396.0}]
+    with open(tmp_path / "cells" / "mul-nmu" / "provenance.json", "w") as f:
+        json.dump({"batches": batches}, f)
+    md = tables.markdown(spec, tables.collect(spec, str(tmp_path)))
+    assert (
+        "Cells measured: 1; training wall time 30.1 min on AMD EPYC, 2 cores; 6.6 min on "
+        "NVIDIA H200." in md
+    )
+    write_summary(tmp_path, "mul-nac_mul", fake_summary(5, wall_time_s=120.0))
+    md = tables.markdown(spec, tables.collect(spec, str(tmp_path)))
+    here = results_lib.describe_machine(results_lib.machine())
+    assert (
+        f"Cells measured: 2; training wall time 30.1 min on AMD EPYC, 2 cores; 6.6 min on "
+        f"NVIDIA H200; 2.0 min on {here}." in md
+    )
 
 
 def test_published_sparsity_estimator_per_row():

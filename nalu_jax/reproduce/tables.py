@@ -82,6 +82,24 @@ def like_published(row: dict, estimator: str, cell_path: str) -> dict:
     return {f"sparsity_error_like_published_{k}": float(fit[k]) for k in ("mean", "lo", "hi")}
 
 
+def _walls_by_machine(cell_path: str) -> dict | None:
+    """A committed cell's training wall time per machine of its provenance batches (a cell
+    extended on another machine, e.g. a GPU, holds one batch per run: ``{"AMD EPYC, 2 cores":
+    1808.1, "NVIDIA H200": 392.0}``); None for a cell without provenance (a workdir's)."""
+    from nalu_jax.reproduce.results import describe_machine
+
+    path = os.path.join(cell_path, "provenance.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        batches = json.load(f)["batches"]
+    walls = {}
+    for b in batches:
+        where = describe_machine(b["machine"])
+        walls[where] = walls.get(where, 0.0) + float(b.get("wall_time_s") or 0.0)
+    return walls
+
+
 def _ours(s: dict) -> dict:
     pairs = (("success", "success_interval"), ("solved_at", "solved_at_interval"),
              ("sparsity_error", "sparsity_error_interval"))  # fmt: skip
@@ -130,6 +148,7 @@ def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
                 point = cell.point or s.get("setting", "")
                 row["paper_name"] = f"{base['paper_name']} [{point}]"
             row["published_sparsity_error_estimator"] = estimator
+            row["wall_by_machine"] = _walls_by_machine(locate(cell))
             rows.append({**row, **like_published(row, estimator, locate(cell))})
     rows = [r for r in rows if r["status"] == "done" or not ops_run or r["op"] in ops_run]
     for r in rows:
@@ -180,19 +199,23 @@ def header(spec: TableSpec, rows: list[dict]) -> list[str]:
     protocols = sorted({(int(r["num_seeds"]), int(r["num_steps"])) for r in done})
     full = (spec.num_seeds, spec.num_steps)
     # a cell's rows (its sweep settings or ranges) each carry the wall time of the one program
-    # that trained them all: count it once per cell
-    walls = {}
+    # that trained them all: count it once per cell, on the machines its batches name (a cell
+    # without provenance trained here)
+    cells_, walls = set(), {}
     for r in done:
-        walls.setdefault(r["cell"], r["wall_time_s"])
-    wall = sum(w for w in walls.values() if math.isfinite(w))
+        if r["cell"] in cells_:
+            continue
+        cells_.add(r["cell"])
+        for where, w in (r.get("wall_by_machine") or {machine(): r["wall_time_s"]}).items():
+            if math.isfinite(w):
+                walls[where] = walls.get(where, 0.0) + w
+    times = "; ".join(f"{w / 60:.1f} min on {where}" for where, w in walls.items()) or "0.0 min"
     lines = [f"# {spec.name}", "", f"Published figures: {spec.source}."]
     lines.append(f"Published protocol: {full[0]} seeds × {full[1]:,} iterations per cell.")
     for p in protocols:
         tag = "the published protocol" if p == full else "**REDUCED** protocol"
         lines.append(f"Ours: {p[0]} seeds × {p[1]:,} iterations ({tag}).")
-    lines.append(
-        f"Cells measured: {len(walls)}; training wall time {wall / 60:.1f} min on {machine()}."
-    )
+    lines.append(f"Cells measured: {len(cells_)}; training wall time {times}.")
     lines.append(
         "Success: Wilson 95% interval. Solved at: first evaluation below the threshold (median; "
         "mean with a Student-t 95% interval over solved seeds). Sparsity error at the best "
@@ -210,10 +233,12 @@ def header(spec: TableSpec, rows: list[dict]) -> list[str]:
 
 
 def machine() -> str:
-    """CPU model (Linux) or architecture, and the core count."""
-    from nalu_jax.reproduce.results import cpu_name
+    """This machine as a provenance batch names it: the accelerator's kind, or on XLA:CPU the
+    CPU model, its cores and vector width ("AMD EPYC, 2 cores, 512-bit vectors")."""
+    from nalu_jax.reproduce.results import describe_machine
+    from nalu_jax.reproduce.results import machine as this_machine
 
-    return f"{cpu_name()}, {os.cpu_count()} cores"
+    return describe_machine(this_machine())
 
 
 def by_range(rows: list[dict]) -> list[str]:
