@@ -22,6 +22,13 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 
+# pytest-xdist workers sharing one GPU (the README's `-n 2`): JAX's client takes 75% of an
+# accelerator's memory when it starts, so workers beyond the first run out (on an H200 with 8
+# workers, 8 of the first 13 tests failed so). Each allocates what it uses instead, unless the
+# caller sets it.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
 def pytest_unconfigure(config):
     if _OWN_CACHE is not None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
