@@ -371,12 +371,11 @@ class FigureFunctions:
             for b in batches:
                 runs = b["num_seeds"] * (len(spec.axis.points) if spec.axis.sweep else 1)
                 done += runs * b["num_steps"]
-                where = results_lib.describe_machine(b["machine"])
-                wall[where] = wall.get(where, 0.0) + b["wall_time_s"]
+            results_lib.wall_by_machine(batches, wall)
         for cell in specs.cells(spec):
             c = cell_config(spec, cell)
             full += num_runs(c) * int(c.num_steps)
-        times = "; ".join(f"{s / 60:.1f} min on {w}" for w, s in sorted(wall.items()))
+        times = results_lib.minutes_on(dict(sorted(wall.items())))
         return (f"{len(committed)} of {len(specs.cells(spec))} cells, {done:.3g} seed-steps of "
                 f"the paper's {full:.3g} ({_percent(100 * done / full)}), {times}")  # fmt: skip
 

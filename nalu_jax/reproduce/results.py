@@ -145,6 +145,22 @@ def describe_machine(m: dict, paren: bool = False) -> str:
     return f"{m['cpu']} ({detail})" if paren else f"{m['cpu']}, {detail}"
 
 
+def wall_by_machine(batches, walls: dict | None = None) -> dict:
+    """Provenance ``batches``' training wall seconds per machine (``describe_machine``),
+    added into ``walls`` where given: ``{"AMD EPYC, 2 cores": 1808.1, "NVIDIA H200": 392.0}``."""
+    walls = {} if walls is None else walls
+    for b in batches:
+        where = describe_machine(b["machine"])
+        walls[where] = walls.get(where, 0.0) + float(b.get("wall_time_s") or 0.0)
+    return walls
+
+
+def minutes_on(walls: dict) -> str:
+    """Wall seconds per machine in words, in the dict's order: "30.1 min on AMD EPYC, 2
+    cores; 6.5 min on NVIDIA H200"."""
+    return "; ".join(f"{s / 60:.1f} min on {where}" for where, s in walls.items())
+
+
 def versions() -> dict:
     import flax
     import jax

@@ -82,24 +82,6 @@ def like_published(row: dict, estimator: str, cell_path: str) -> dict:
     return {f"sparsity_error_like_published_{k}": float(fit[k]) for k in ("mean", "lo", "hi")}
 
 
-def _walls_by_machine(cell_path: str) -> dict | None:
-    """A committed cell's training wall time per machine of its provenance batches (a cell
-    extended on another machine, e.g. a GPU, holds one batch per run: ``{"AMD EPYC, 2 cores":
-    1808.1, "NVIDIA H200": 392.0}``); None for a cell without provenance (a workdir's)."""
-    from nalu_jax.reproduce.results import describe_machine
-
-    path = os.path.join(cell_path, "provenance.json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        batches = json.load(f)["batches"]
-    walls = {}
-    for b in batches:
-        where = describe_machine(b["machine"])
-        walls[where] = walls.get(where, 0.0) + float(b.get("wall_time_s") or 0.0)
-    return walls
-
-
 def _ours(s: dict) -> dict:
     pairs = (("success", "success_interval"), ("solved_at", "solved_at_interval"),
              ("sparsity_error", "sparsity_error_interval"))  # fmt: skip
@@ -124,6 +106,8 @@ def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
     of the ops that have results; in table order. ``locate(cell)`` gives a cell's directory
     (default: ``WORKDIR/cells/OP-MODEL``; the committed ``results/`` tree uses
     ``results/TABLE/OP-MODEL``)."""
+    from nalu_jax.reproduce.results import read_json, wall_by_machine
+
     pub = published(spec)
     locate = locate or (lambda c: cell_dir(workdir, c))
     rows, ops_run = [], set()
@@ -139,6 +123,10 @@ def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
         with open(path) as f:
             summary = json.load(f)
         ops_run.add(cell.op)
+        # a committed cell's wall time per machine of its batches (one per run: a cell extended
+        # on a GPU holds the CPU's and the GPU's); a workdir's cell has no provenance
+        prov = os.path.join(locate(cell), "provenance.json")
+        walls = wall_by_machine(read_json(prov)["batches"]) if os.path.exists(prov) else None
         p = pub.get((cell.op, cell.variant.key))
         estimator = p["sparsity_error_estimator"] if p is not None else "normal"
         for s in summary.get("settings", [summary]):
@@ -148,7 +136,7 @@ def collect(spec: TableSpec, workdir: str, locate=None) -> list[dict]:
                 point = cell.point or s.get("setting", "")
                 row["paper_name"] = f"{base['paper_name']} [{point}]"
             row["published_sparsity_error_estimator"] = estimator
-            row["wall_by_machine"] = _walls_by_machine(locate(cell))
+            row["wall_by_machine"] = walls
             rows.append({**row, **like_published(row, estimator, locate(cell))})
     rows = [r for r in rows if r["status"] == "done" or not ops_run or r["op"] in ops_run]
     for r in rows:
@@ -195,6 +183,8 @@ def _iv(r, name, prefix="", pct=False) -> str:
 
 def header(spec: TableSpec, rows: list[dict]) -> list[str]:
     """What was measured, under which protocol, on which machine."""
+    from nalu_jax.reproduce.results import minutes_on
+
     done = [r for r in rows if r["status"] == "done"]
     protocols = sorted({(int(r["num_seeds"]), int(r["num_steps"])) for r in done})
     full = (spec.num_seeds, spec.num_steps)
@@ -209,7 +199,7 @@ def header(spec: TableSpec, rows: list[dict]) -> list[str]:
         for where, w in (r.get("wall_by_machine") or {machine(): r["wall_time_s"]}).items():
             if math.isfinite(w):
                 walls[where] = walls.get(where, 0.0) + w
-    times = "; ".join(f"{w / 60:.1f} min on {where}" for where, w in walls.items()) or "0.0 min"
+    times = minutes_on(walls) or "0.0 min"
     lines = [f"# {spec.name}", "", f"Published figures: {spec.source}."]
     lines.append(f"Published protocol: {full[0]} seeds × {full[1]:,} iterations per cell.")
     for p in protocols:
