@@ -23,7 +23,9 @@ seeds alone (25), so 175 runs trained as 7 blocks of 25 at ~9.6·10⁵. Two cell
 (hidden size 10, 5·10⁶ steps) sharing that H200 ran at 4.9·10⁵ and 5.2·10⁵ seed-steps/s,
 6.9 and 6.6 min. A whole cell checks the estimate: the range figure's × NMU seeds 10–49 (280
 runs, one block, 5·10⁶ steps; an H200, commit 3f40289, 2026-12-04) ran at 3.60·10⁶, 392 s,
-where these rates said 6.3 min (3.7·10⁶).
+where these rates said 6.3 min (3.7·10⁶); at commit 799822c the same figure's × NAC• seeds
+10–49 (280 runs) at 4.37·10⁶, 324 s, where they said 6.4 min (NAC• is cheaper than the NMU they
+are measured on), and × NAC•,σ seeds 10–29 (140 runs) at 3.04·10⁶, 234 s, where they said 4.6.
 """
 
 from __future__ import annotations
