@@ -29,6 +29,8 @@ from nalu_jax.config import ConfigError  # noqa: E402
 def config_of(cell: str) -> ml_collections.ConfigDict:
     """The run's config from ``CELL/config.json`` (lists back to tuples where the config has
     ranges), checked to be a recurrent or an arithmetic run."""
+    from nalu_jax.experiments.random_baseline import config_from_json
+
     path = os.path.join(cell, "config.json")
     if not os.path.exists(path):
         raise ConfigError(f"cell {cell!r} holds no config.json: give a results/ cell directory.")
@@ -38,23 +40,15 @@ def config_of(cell: str) -> ml_collections.ConfigDict:
         raise ConfigError(
             f"cell {cell!r} is a {raw.get('experiment')!r} run; needs recurrent or arithmetic."
         )
-
-    def tuples(d):
-        return {k: tuples(v) if isinstance(v, dict) else (tuple(v) if isinstance(v, list) else v)
-                for k, v in d.items()}  # fmt: skip
-
-    return ml_collections.ConfigDict(tuples(raw))
+    return config_from_json(raw)
 
 
 def write(cell: str) -> str:
-    from nalu_jax.experiments.random_baseline import random_baseline
+    from nalu_jax.experiments.random_baseline import BASELINE_CSV, BASELINE_HEADER, baseline_rows
     from nalu_jax.reporting.report import atomic_write
 
-    base = random_baseline(config_of(cell))
-    lines = ["seed,valid_mse,test_mse"]
-    for k, v, t in zip(base["seed"], base["valid_mse"], base["test_mse"], strict=True):
-        lines.append(f"{int(k)},{float(v)!r},{float(t)!r}")
-    out = os.path.join(cell, "random_baseline.csv")
+    lines = [BASELINE_HEADER, *baseline_rows(config_of(cell))]
+    out = os.path.join(cell, BASELINE_CSV)
     atomic_write(out, "\n".join(lines) + "\n")
     return out
 

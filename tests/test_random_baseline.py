@@ -69,3 +69,35 @@ def test_a_cell_of_another_experiment_is_refused(tmp_path, capsys):
     assert launcher.main([str(cell)]) == 2
     assert "needs recurrent or arithmetic" in capsys.readouterr().err
     assert launcher.main([str(tmp_path / "missing")]) == 2
+
+
+def test_a_cell_extended_by_a_batch_gets_the_new_seeds_baseline(tmp_path):
+    """``results.merge`` of a batch into a cell holding ``random_baseline.csv``: the committed
+    rows stay as they were and the new seeds' rows follow, as the baseline of one run of all
+    the seeds gives them; a cell without the file gets none."""
+    from nalu_jax.reproduce import results as results_lib
+
+    def seeds(first, n, name):
+        config = load_config("arithmetic", "smoke,model=nac_add,op=add")
+        with config.unlocked():
+            config.first_seed, config.num_seeds = first, n
+        workdir = str(tmp_path / name)
+        run(EXPERIMENTS["arithmetic"], config, workdir, progress=False, warn_budget=False)
+        return workdir
+
+    cell, bare, whole = (str(tmp_path / n) for n in ("cell", "bare", "whole"))
+    first, more = seeds(0, 2, "first"), seeds(2, 2, "more")
+    results_lib.commit(first, cell)
+    results_lib.commit(first, bare)
+    assert launcher.main([cell]) == 0
+    committed = open(os.path.join(cell, "random_baseline.csv")).read()
+
+    results_lib.merge(cell, more)
+    results_lib.merge(bare, more)
+    os.rename(seeds(0, 4, "run"), whole)
+    assert launcher.main([whole]) == 0
+    extended = open(os.path.join(cell, "random_baseline.csv")).read()
+    assert extended.startswith(committed) and extended != committed
+    assert extended == open(os.path.join(whole, "random_baseline.csv")).read()
+    assert sorted(_rows(os.path.join(cell, "random_baseline.csv"))) == [0, 1, 2, 3]
+    assert not os.path.exists(os.path.join(bare, "random_baseline.csv"))

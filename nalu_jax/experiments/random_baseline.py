@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 from flax import nnx
 
@@ -21,6 +22,30 @@ from nalu_jax import tasks as task_lib
 from nalu_jax.engine import train
 from nalu_jax.experiments import arithmetic
 from nalu_jax.experiments.recurrent import sequence_target, trainer_for
+
+#: a cell's per-seed baseline file (``launch/random_baseline.py`` writes it) and its header
+BASELINE_CSV = "random_baseline.csv"
+BASELINE_HEADER = "seed,valid_mse,test_mse"
+
+
+def config_from_json(raw: dict) -> ml_collections.ConfigDict:
+    """A run's config from its ``config.json`` contents: an ``ml_collections.ConfigDict`` with
+    the lists back to tuples, as the config has its ranges."""
+
+    def tuples(d):
+        return {k: tuples(v) if isinstance(v, dict) else (tuple(v) if isinstance(v, list) else v)
+                for k, v in d.items()}  # fmt: skip
+
+    return ml_collections.ConfigDict(tuples(raw))
+
+
+def baseline_rows(config) -> list[str]:
+    """The lines of ``random_baseline.csv`` (no header) for ``config``'s seeds, in seed order."""
+    base = random_baseline(config)
+    return [
+        f"{int(k)},{float(v)!r},{float(t)!r}"
+        for k, v, t in zip(base["seed"], base["valid_mse"], base["test_mse"], strict=True)
+    ]
 
 
 def random_baseline(config, chunk: int = 250) -> dict:

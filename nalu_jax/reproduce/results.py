@@ -544,6 +544,7 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
             atomic_write(os.path.join(tmp, "summary.json"), dumps(combined) + "\n")
         else:
             _merge_population(experiment, cell, workdir, tmp)
+        _extend_baseline(cell, tmp, new)
         merged_config = dict(have)
         merged_config["num_seeds"] = int(have["num_seeds"]) + int(new["num_seeds"])
         atomic_write(
@@ -554,6 +555,26 @@ def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
         batches.append(provenance_entry(summary_b, new, command))
         atomic_write(os.path.join(tmp, "provenance.json"), dumps({"batches": batches}) + "\n")
     return cell
+
+
+def _extend_baseline(cell: str, tmp: str, new: dict) -> None:
+    """A cell holding the NALU paper's random baseline (``launch/random_baseline.py``) gets
+    the new batch's seeds' rows appended, computed here from the batch's own config; the
+    committed rows stay as they are (another machine's bits for them would only move them)."""
+    from nalu_jax.experiments.random_baseline import (
+        BASELINE_CSV,
+        baseline_rows,
+        config_from_json,
+    )
+    from nalu_jax.reporting.report import atomic_write
+
+    path = os.path.join(cell, BASELINE_CSV)
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        text = f.read()
+    rows = baseline_rows(config_from_json(new))
+    atomic_write(os.path.join(tmp, BASELINE_CSV), text + "\n".join(rows) + "\n")
 
 
 def cells(root: str, aliases: bool = True) -> list[str]:
