@@ -495,7 +495,8 @@ def _merge_population(experiment, a_dir: str, b_dir: str, out_dir: str) -> dict:
 def merge(cell: str, workdir: str, *, command: str | None = None) -> str:
     """Add the seeds of the finished run in ``workdir`` (same config, the seeds following the
     cell's) to committed cell ``cell``: seeds.csv rows joined in seed order, summaries
-    recomputed, a second provenance batch. For an experiment whose summary is a function of
+    recomputed, a second provenance batch, and the new seeds' rows of the cell's
+    ``random_baseline.csv`` where it holds one. For an experiment whose summary is a function of
     its ``seeds.csv``: one with a ``merge_summary`` hook (``experiments.contract``; the static
     family, the single-module sweeps, the recurrent task, a ``static_task`` of one's own)."""
     from nalu_jax.experiments import experiment_named
