@@ -19,6 +19,7 @@ import numpy as np
 from flax import nnx
 
 from nalu_jax import tasks as task_lib
+from nalu_jax.config import as_tuples
 from nalu_jax.engine import train
 from nalu_jax.experiments import arithmetic
 from nalu_jax.experiments.recurrent import sequence_target, trainer_for
@@ -33,8 +34,7 @@ def config_from_json(raw: dict) -> ml_collections.ConfigDict:
     the lists back to tuples, as the config has its ranges."""
 
     def tuples(d):
-        return {k: tuples(v) if isinstance(v, dict) else (tuple(v) if isinstance(v, list) else v)
-                for k, v in d.items()}  # fmt: skip
+        return {k: tuples(v) if isinstance(v, dict) else as_tuples(v) for k, v in d.items()}
 
     return ml_collections.ConfigDict(tuples(raw))
 
