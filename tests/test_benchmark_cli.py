@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -73,6 +75,7 @@ def test_loop_breakdown_counts_every_call_of_a_run():
     assert "alone_seed_steps_per_s" not in row
 
 
+@pytest.mark.slow  # 22 s on 2 idle cores
 def test_estimate_bad_input_and_its_row():
     import json
 

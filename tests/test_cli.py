@@ -116,6 +116,7 @@ def test_unwritable_workdir(tmp_path):
     assert out.returncode == 2 and "workdir" in out.stderr and "not writable" in out.stderr
 
 
+@pytest.mark.slow  # 27 s on 2 idle cores
 def test_workdir_with_other_config(tmp_path):
     assert run_cli(SMOKE, *SMALL, workdir=tmp_path).returncode == 0
     out = run_cli(SMOKE, *SMALL, "--config.task.op=add", workdir=tmp_path)

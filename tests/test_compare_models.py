@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 from nalu_jax.reporting import report
@@ -28,6 +29,7 @@ def _run(script, *args):
     return out
 
 
+@pytest.mark.slow  # 54 s on 2 idle cores: two sequential-MNIST runs and a comparison
 def test_sequential_mnist_comparison_shares_one_reference(tmp_path):
     config = "--config=configs/sequential_mnist.py:task=sum,smoke"
     _run(

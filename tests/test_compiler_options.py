@@ -136,6 +136,7 @@ def test_snmu_one_product_of_quotients_solves_the_same_seeds(monkeypatch, tmp_pa
     _same_distribution(one, two)
 
 
+@pytest.mark.slow  # 32 s on 2 idle cores
 def test_nmru_four_factor_product_on_the_arithmetic_task_same_distribution(monkeypatch, tmp_path):
     # Products over up to four inputs take the closed-form derivative (_base.SMALL_PRODUCT):
     # JAX's rule's bits on the single-module task (tests/test_product.py), other last bits in

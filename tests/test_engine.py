@@ -77,6 +77,7 @@ def test_diverged_seeds_are_counted_and_isolated(tmp_path):
     assert read_csv(tmp_path / "one")[0] == survivor
 
 
+@pytest.mark.slow  # 22 s on 2 idle cores
 def test_training_stops_once_every_seed_diverged_with_the_same_results(tmp_path, monkeypatch):
     # lr 1e30 overflows every seed of a ReLU network within two periods; from then on the
     # loop only evaluates the frozen states. Everything it writes must be what training on

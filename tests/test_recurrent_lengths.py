@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from conftest import ROOT
 
 CONFIG = "--config=configs/recurrent.py:op=add,smoke"
@@ -23,6 +24,7 @@ def _run(module, *args, check=True):
     return out
 
 
+@pytest.mark.slow  # 40 s on 2 idle cores
 def test_lengths_of_finished_runs(tmp_path):
     wd = tmp_path / "rec"
     _run("launch.compare_models", "--noprogress", *SMOKE, "--models=nau,lstm", f"--workdir={wd}")

@@ -15,6 +15,7 @@ TEMPLATE = os.path.join(ROOT, "docs", "reproductions.template.md")
 DOC = os.path.join(ROOT, "docs", "reproductions.md")
 
 
+@pytest.mark.slow  # 21 s on 2 idle cores
 def test_committed_document_is_what_the_committed_results_render():
     assert render.main(["--check"]) == 0, (
         "docs/reproductions.md differs from what results/ renders: edit "

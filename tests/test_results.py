@@ -41,6 +41,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow  # 22–33 s a case on 2 idle cores
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_commit_skip_and_extend_equal_one_larger_run(case, tmp_path):
     args, table = CASES[case], CASES[case][0].split("=")[1]
@@ -93,6 +94,7 @@ def test_status_and_refusals(tmp_path):
         results_lib.commit(str(tmp_path / "nothing"), str(tmp_path / "c2"))
 
 
+@pytest.mark.slow  # 25 s on 2 idle cores
 def test_another_block_extends_a_cell_and_another_protocol_is_named(tmp_path):
     # A GPU resolves the block "auto" to all its runs, a CPU to the config's 10: more seeds run
     # on another platform are a batch of the same cell, recorded with the block they ran in.

@@ -38,6 +38,7 @@ def run_cli(workdir, devices):
     return open(os.path.join(workdir, "seeds.csv")).read()
 
 
+@pytest.mark.slow  # 24 s on 2 idle cores
 def test_four_devices_equal_one_device(tmp_path):
     one = run_cli(tmp_path / "one", 1)
     four = run_cli(tmp_path / "four", 4)
