@@ -97,8 +97,7 @@ def main(argv) -> None:
     settings_table = lambda rows: experiment.format_summary({"settings": rows})
     table, png = report.comparison(rows, table=settings_table)
     report.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
-    if png is not None:
-        report.atomic_write(os.path.join(_WORKDIR.value, "comparison.png"), png)
+    report.write_png(os.path.join(_WORKDIR.value, "comparison.png"), png)
     print(table)
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 

@@ -115,7 +115,7 @@ def main(argv) -> None:
         summaries, criterion="the recurrent task's threshold at that length (ε as the config's)"
     )
     report.atomic_write(os.path.join(_WORKDIR.value, "lengths.md"), table)
-    report.atomic_write(os.path.join(_WORKDIR.value, "lengths.png"), png)
+    report.write_png(os.path.join(_WORKDIR.value, "lengths.png"), png)
     report.atomic_write(
         os.path.join(_WORKDIR.value, "lengths.json"),
         report.dumps({"lengths": lengths, "thresholds": summaries and [

@@ -1,9 +1,10 @@
 """Command-line plumbing shared by ``nalu_jax.main`` and the ``launch/`` scripts.
 
-One flag is defined here, for every entry point: ``--plugin=MODULE[,MODULE]`` (and the
+Two flags are defined here, for every entry point: ``--plugin=MODULE[,MODULE]`` (and the
 ``NALU_JAX_PLUGINS`` environment variable, the same list) imports modules that register units
 (``nalu_jax.units.register_unit``, docs/own_unit.md) or experiments
-(``nalu_jax.register_experiment``, docs/own_experiment.md) of one's own before anything runs.
+(``nalu_jax.register_experiment``, docs/own_experiment.md) of one's own before anything runs;
+``--nofigures`` (``NALU_JAX_FIGURES=0``) writes a run's numbers without its PNGs.
 Every mistake a user can make on the command line ends in ``fail``: one sentence on stderr and
 exit status 2, never a traceback.
 """
@@ -26,6 +27,14 @@ PLUGIN = flags.DEFINE_list(
     [],
     "Modules to import first, as NALU_JAX_PLUGINS: they register units or experiments of one's "
     "own (docs/own_unit.md, docs/own_experiment.md).",
+)
+
+FIGURES = flags.DEFINE_bool(
+    "figures",
+    None,
+    "Draw each run's PNGs (curves.png, a table's figures/OP.png, comparison.png); --nofigures "
+    "writes the numbers alone (a sweep of many runs, a test suite), as NALU_JAX_FIGURES=0. "
+    "Default: NALU_JAX_FIGURES, else yes.",
 )
 
 
@@ -215,6 +224,14 @@ def _misspelled_sweep_field(argv) -> str | None:
 
 def _parse_flags(argv):
     rest = _parse(argv)
+    from nalu_jax.reporting import plots
+
+    if FIGURES.value is not None:  # the flag, where given, over the environment's value
+        os.environ[plots.FIGURES_ENV] = "1" if FIGURES.value else "0"
+    try:
+        plots.enabled()
+    except ValueError as e:  # NALU_JAX_FIGURES neither 0 nor 1
+        fail(str(e))
     from nalu_jax.units import import_plugins
 
     try:

@@ -22,6 +22,12 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 
+# Runs here write their numbers without their PNGs (``NALU_JAX_FIGURES=0``, inherited by the
+# subprocesses): drawing them was about a third of a smoke run's process. The tests of the
+# figures themselves turn them on (``figures_on``); the caller's value, if set, is used.
+os.environ.setdefault("NALU_JAX_FIGURES", "0")
+
+
 # pytest-xdist workers sharing one GPU (the README's `-n 2`): JAX's client takes 75% of an
 # accelerator's memory when it starts, so workers beyond the first run out (on an H200 with 8
 # workers, 8 of the first 13 tests failed so). Each allocates what it uses instead, unless the
@@ -97,6 +103,12 @@ def tiny(config, *, seeds=2, steps=1000, eval_every=500):
     config.eval_size = 500
     config.task.threshold_samples = 20_000
     return config
+
+
+@pytest.fixture
+def figures_on(monkeypatch):
+    """Runs in this test, and the subprocesses it starts, draw their PNGs."""
+    monkeypatch.setenv("NALU_JAX_FIGURES", "1")
 
 
 @pytest.fixture(autouse=True)

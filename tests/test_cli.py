@@ -109,6 +109,20 @@ def test_bad_input_exits_2_with_one_sentence(case, tmp_path):
     assert "Traceback" not in message and len(message.splitlines()) == 1
 
 
+def test_figures_flag_over_the_environment_whose_value_must_be_0_or_1(tmp_path, monkeypatch):
+    monkeypatch.setenv("NALU_JAX_FIGURES", "yes")
+    out = run_cli(SMOKE, *SMALL, workdir=tmp_path / "bad")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    message = out.stderr.strip()
+    assert "NALU_JAX_FIGURES must be 1 (draw each run's PNGs, the default) or 0" in message
+    assert "Traceback" not in message and len(message.splitlines()) == 1
+    assert not (tmp_path / "bad").exists()  # refused before anything ran
+    monkeypatch.setenv("NALU_JAX_FIGURES", "0")
+    out = run_cli(SMOKE, *SMALL, "--figures", workdir=tmp_path / "w")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp_path / "w" / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_unwritable_workdir(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

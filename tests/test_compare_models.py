@@ -35,6 +35,7 @@ def test_sequential_mnist_comparison_shares_one_reference(tmp_path):
     _run(
         ["-m", "launch.compare_models"],
         config,
+        "--figures",  # the runs' PNGs and the comparison's (the suite's default is none)
         "--models=nau,lstm",
         f"--workdir={tmp_path / 'cmp'}",
         *TINY,
@@ -69,7 +70,7 @@ def _group(length, solved, n, lo, hi, mse):
     }
 
 
-def test_per_length_table_and_figure_by_hand():
+def test_per_length_table_and_figure_by_hand(figures_on):
     a = {
         "setting": "nau",
         "num_seeds": 10,
@@ -101,7 +102,7 @@ def test_per_length_table_and_figure_by_hand():
     assert png[:4] == b"\x89PNG"
 
 
-def test_split_table_by_hand():
+def test_split_table_by_hand(figures_on):
     def summary(name, solved, acc, interval):
         test = {
             "split": "test",
@@ -121,6 +122,26 @@ def test_split_table_by_hand():
     assert "| nalu | 1/4 25.0% [4.6%, 69.9%] | 87.5% | 2 | 50.0% | 0 | 12 s |" in table
     assert "| lstm | 0/4 0.0% [0.0%, 49.0%] | 25.0% |" in table
     assert png[:4] == b"\x89PNG"
+
+
+def test_no_figure_with_figures_off(monkeypatch, tmp_path):
+    from nalu_jax.reporting import report
+
+    monkeypatch.setenv("NALU_JAX_FIGURES", "0")
+    runs = [
+        {"setting": m, "num_seeds": 2, "num_steps": 100, "task": "sum", "train_length": 10,
+         "per_length": [_group(1, 1, 2, 0.1, 0.9, 1.0)]}
+        for m in ("nau", "lstm")
+    ]  # fmt: skip
+    table, png = report.comparison(runs)
+    assert "| 1 |" in table and png is None
+    (tmp_path / "comparison.png").write_bytes(b"an earlier comparison")
+    report.write_png(str(tmp_path / "comparison.png"), png)
+    report.write_files(str(tmp_path), {"curves.png": lambda: 1 / 0, "summary.md": "numbers"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.md"]  # nothing drawn
+    monkeypatch.setenv("NALU_JAX_FIGURES", "1")
+    report.write_files(str(tmp_path), {"curves.png": lambda: b"\x89PNG drawn"})
+    assert (tmp_path / "curves.png").read_bytes() == b"\x89PNG drawn"
 
 
 def test_success_series_gives_rates_and_wilson_bounds_or_none():

@@ -168,7 +168,7 @@ def test_bad_config_values_are_one_sentence(tmp_path):
             train_and_evaluate(config, str(tmp_path), progress=False)
 
 
-def test_smoke_run_writes_parsable_outputs(tmp_path):
+def test_smoke_run_writes_parsable_outputs(tmp_path, figures_on):
     config = tiny(load_config("sequential_mnist", "task=sum,model=nau,smoke"))
     summary = train_and_evaluate(config, str(tmp_path), progress=False)
     assert [g["length"] for g in summary["per_length"]] == [1, 3, 5]

@@ -20,7 +20,22 @@ def read_csv(workdir):
         return list(csv.DictReader(f))
 
 
-def test_outputs_exist_and_parse(tmp_path):
+def test_figures_off_writes_the_same_numbers_and_no_png(tmp_path, monkeypatch):
+    config = tiny(load_config("arithmetic", "model=nmu,op=mul"))
+    monkeypatch.setenv("NALU_JAX_FIGURES", "1")
+    train_and_evaluate(config, str(tmp_path / "on"), progress=False)
+    monkeypatch.setenv("NALU_JAX_FIGURES", "0")
+    off = tmp_path / "off"
+    off.mkdir()
+    (off / "curves.png").write_bytes(b"an earlier run's figure")
+    train_and_evaluate(config, str(off), progress=False)
+    assert (tmp_path / "on" / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (off / "curves.png").exists()  # no figure outlives the numbers it showed
+    for name in ("seeds.csv", "metrics.jsonl", "config.json"):
+        assert (off / name).read_bytes() == (tmp_path / "on" / name).read_bytes(), name
+
+
+def test_outputs_exist_and_parse(tmp_path, figures_on):
     config = tiny(load_config("arithmetic", "model=nmu,op=mul"))
     summary = train_and_evaluate(config, str(tmp_path), progress=False)
     assert json.load(open(tmp_path / "config.json"))["model"]["name"] == "nmu"

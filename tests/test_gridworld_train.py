@@ -41,7 +41,7 @@ def _rows(path):
 
 
 @pytest.mark.slow
-def test_end_to_end_resume_and_seed_independence(tmp_path, monkeypatch):
+def test_end_to_end_resume_and_seed_independence(tmp_path, monkeypatch, figures_on):
     config = load_config("gridworld", "smoke,agent=memory")
     config.num_steps, config.eval_every, config.checkpoint_every = 20, 10, 10
     work = str(tmp_path / "run")

@@ -10,7 +10,7 @@ from nalu_jax.config import ConfigError
 from nalu_jax.experiments import EXPERIMENTS, train_and_evaluate
 
 
-def test_smoke_config_writes_every_output(tmp_path):
+def test_smoke_config_writes_every_output(tmp_path, figures_on):
     config = load_config("identity", "smoke")
     experiment = EXPERIMENTS[config.experiment]
     summary = train_and_evaluate(config, str(tmp_path), progress=False)

@@ -29,7 +29,7 @@ def test_lengths_of_finished_runs(tmp_path):
     wd = tmp_path / "rec"
     _run("launch.compare_models", "--noprogress", *SMOKE, "--models=nau,lstm", f"--workdir={wd}")
     out = _run("launch.recurrent_lengths", *SMOKE, "--models=nau,lstm", f"--workdir={wd}",
-               "--lengths=1,10,100")  # fmt: skip
+               "--lengths=1,10,100", "--figures")  # fmt: skip
     summary = json.loads((wd / "lengths.json").read_text())
     assert summary["lengths"] == [1, 10, 100] and len(summary["thresholds"]) == 3
     # The thresholds grow with the length (ε per unit of the summed input).

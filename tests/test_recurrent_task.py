@@ -58,7 +58,7 @@ def test_threshold_is_positive_finite_and_larger_for_mul(monkeypatch):
     assert again == add  # cached: read back, not simulated again
 
 
-def test_smoke_config_runs_through_the_engine(tmp_path):
+def test_smoke_config_runs_through_the_engine(tmp_path, figures_on):
     summary = train_and_evaluate(load_config("recurrent", "smoke"), str(tmp_path), progress=False)
     assert summary["task"] == "recurrent" and summary["num_seeds"] == 2
     assert summary["threshold"] > 0

@@ -40,7 +40,7 @@ def single(tmp_path_factory):
     """One process: add × {nau, nmu}, with the wall-time estimate."""
     workdir = str(tmp_path_factory.mktemp("single"))
     out = launch("reproduce.py", "--ops=add", "--models=nau,nmu", "--calibration_steps=500",
-                 f"--workdir={workdir}")  # fmt: skip
+                 f"--workdir={workdir}", "--figures")  # fmt: skip
     return workdir, out
 
 

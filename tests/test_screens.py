@@ -21,7 +21,9 @@ def finished(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("run"))
     config = tiny(load_config("arithmetic", "model=nmu,op=mul"), seeds=2, steps=1000)
     config.tensorboard = False
-    return workdir, train_and_evaluate(config, workdir, progress=False)
+    with pytest.MonkeyPatch.context() as mp:  # its curves.png is read below
+        mp.setenv("NALU_JAX_FIGURES", "1")
+        return workdir, train_and_evaluate(config, workdir, progress=False)
 
 
 def test_a_finished_run_leaves_no_lock(finished):

@@ -68,7 +68,7 @@ def test_padding_never_changes_the_value():
     np.testing.assert_allclose(value[1], short[1], rtol=1e-6)
 
 
-def test_smoke_run_resumes_and_writes_outputs(tmp_path, monkeypatch):
+def test_smoke_run_resumes_and_writes_outputs(tmp_path, monkeypatch, figures_on):
     config = load_config("number_translation", "model=nau,smoke")
     config.num_steps, config.eval_every, config.checkpoint_every = 20, 10, 10
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from nalu_jax.reporting import metrics as metrics_lib
 from nalu_jax.reporting import plots
-from nalu_jax.reporting.report import atomic_write, dumps, fmt, sci, steps, timing
+from nalu_jax.reporting.report import atomic_write, dumps, fmt, sci, steps, timing, write_png
 from nalu_jax.tasks.arithmetic import op_label
 
 SEED_COLUMNS = (
@@ -190,8 +190,8 @@ def write_outputs(workdir, seeds, judgement, diverged_at, history, num_evals, th
         + (f", {summary['setting']}" if summary.get("setting") else "")
         + f": {summary['num_steps']:,} steps, {summary['num_seeds']} seeds"
     )
-    curves = plots.curves_png(history, num_evals, threshold, running_solved, title)
-    atomic_write(join("curves.png"), curves)
+    write_png(join("curves.png"),
+              lambda: plots.curves_png(history, num_evals, threshold, running_solved, title))  # fmt: skip
 
 
 def combined_markdown(summaries: list) -> str:

@@ -220,7 +220,7 @@ def write_all(config, workdir: str, results: dict, seeds, label_fn, random_succe
         "metrics.jsonl": metrics_jsonl(results),
         "summary.json": report.dumps(summary) + "\n",
         "summary.md": format_summary(summary),
-        "success.png": success_png(summary),
+        "success.png": lambda: success_png(summary),
     }
     report.write_files(workdir, files)
     return summary

@@ -205,7 +205,7 @@ def write_outputs(workdir: str, seeds, xs, results: dict, summary: dict) -> None
     report.atomic_write(join("errors.csv"), _csv(err_rows))
     report.atomic_write(join("summary.json"), report.dumps(summary) + "\n")
     report.atomic_write(join("summary.md"), format_summary(summary))
-    report.atomic_write(join("curves.png"), curves_png(xs, results, summary["train_range"]))
+    report.write_png(join("curves.png"), lambda: curves_png(xs, results, summary["train_range"]))
 
 
 def _median_curve(r) -> np.ndarray:

@@ -190,7 +190,7 @@ def write_results(workdir, config, outcome: Outcome) -> dict:
             "seeds.csv": rep.csv_text(columns),
             "summary.json": rep.dumps(summary) + "\n",
             "summary.md": format_summary(summary),
-            "curves.png": _plot(history),
+            "curves.png": lambda: _plot(history),
         },
     )
     return summary

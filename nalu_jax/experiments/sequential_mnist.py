@@ -342,7 +342,7 @@ def write_results(workdir, config, outcome: Outcome) -> dict:
             "seeds.csv": rep.csv_text(columns),
             "summary.json": rep.dumps(summary) + "\n",
             "summary.md": format_summary(summary),
-            "curves.png": report.curves_png(summary),
+            "curves.png": lambda: report.curves_png(summary),
         },
     )
     return summary

@@ -1,11 +1,30 @@
-"""The figures every experiment writes (PNG bytes; matplotlib's Agg backend, no screen)."""
+"""The figures every experiment writes (PNG bytes; matplotlib's Agg backend, no screen).
+
+A run draws its PNGs unless ``NALU_JAX_FIGURES=0`` (every entry point's ``--nofigures`` sets
+it): a sweep of many runs, or a test suite, that reads only the numbers saves the ~1 s each
+figure costs on a CPU. The documents' figures (``nalu_jax.reproduce.render``) are drawn either
+way."""
 
 from __future__ import annotations
 
 import io
+import os
 import warnings
 
 import numpy as np
+
+FIGURES_ENV = "NALU_JAX_FIGURES"
+
+
+def enabled() -> bool:
+    """Whether runs draw their PNGs: ``NALU_JAX_FIGURES`` is 1 (the default) or 0."""
+    value = os.environ.get(FIGURES_ENV, "1")
+    if value not in ("0", "1"):
+        raise ValueError(
+            f"{FIGURES_ENV} must be 1 (draw each run's PNGs, the default) or 0 (none), "
+            f"not {value!r}."
+        )
+    return value == "1"
 
 
 def pyplot():

@@ -150,10 +150,25 @@ def markdown(header: list, columns: list, rows: list, note: str = "") -> str:
     return "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
 
 
+def write_png(path: str, png) -> None:
+    """A run's figure at ``path``, atomically: ``png`` is its bytes, or a callable drawing them
+    (called only where figures are on, ``plots.enabled``). With figures off, or ``png`` None,
+    nothing is drawn and a PNG an earlier run left at ``path`` is removed: no figure outlives
+    the numbers it showed."""
+    if callable(png):
+        png = png() if plots.enabled() else None
+    if png is not None:
+        atomic_write(path, png)
+    elif os.path.exists(path):
+        os.unlink(path)
+
+
 def write_files(workdir: str, files: dict) -> None:
-    """``{name: str | bytes}`` → atomic files in ``workdir``."""
+    """``{name: str | bytes}`` → atomic files in ``workdir``; a callable value draws a PNG
+    (``write_png``)."""
     for name, data in files.items():
-        atomic_write(os.path.join(workdir, name), data)
+        path = os.path.join(workdir, name)
+        write_png(path, data) if callable(data) else atomic_write(path, data)
 
 
 def settings_markdown(summary: dict, one) -> str:
@@ -249,7 +264,8 @@ def comparison(
     """The combined table of several runs (``summary["setting"]`` names each) and, for the
     sequence experiments, its figure: success against test length per model (Wilson bars) and
     the median MSE (per-length experiments), or per model (split experiments). Other runs:
-    ``table(summaries)`` (the experiment's table of settings), no figure."""
+    ``table(summaries)`` (the experiment's table of settings), no figure; nor with figures off
+    (``plots.enabled``)."""
     if all("per_length" in s for s in summaries):
         lengths = [g["length"] for g in summaries[0]["per_length"]]
         series, mse = {}, {}
@@ -261,7 +277,11 @@ def comparison(
         if summaries[0]["per_length"][0].get("threshold") is not None:
             mse["threshold"] = [g["threshold"] for g in summaries[0]["per_length"]]
         scale = "log" if max(lengths) / max(min(lengths), 1) >= 50 else "linear"
-        png = plots.group_plot(lengths, series, xlabel="sequence length", x_scale=scale, mse=mse)
+        png = (
+            plots.group_plot(lengths, series, xlabel="sequence length", x_scale=scale, mse=mse)
+            if plots.enabled()
+            else None
+        )
         return per_length_markdown(summaries, criterion), png
     if all("splits" in s for s in summaries):
         names = [s["setting"] for s in summaries]
@@ -271,7 +291,11 @@ def comparison(
             "test exact-match accuracy (mean)": ([g["acc_mean"] for g in tests], None),
         }
         mse = {"test MSE (median)": [g["mse_median"] for g in tests]}
-        png = plots.group_plot(names, series, xlabel="model", x_scale="category", mse=mse)
+        png = (
+            plots.group_plot(names, series, xlabel="model", x_scale="category", mse=mse)
+            if plots.enabled()
+            else None
+        )
         return splits_markdown(summaries), png
     if table is None:
         raise ValueError("comparison: these summaries need the experiment's table(summaries).")

@@ -79,20 +79,19 @@ def single_module_png(op: str, rows: list[dict]) -> bytes:
 
 
 def write(spec: TableSpec, workdir: str, rows: list[dict]) -> list[str]:
-    """One ``figures/OP.png`` per op with results; returns the paths."""
-    from nalu_jax.reporting.report import atomic_write
+    """One ``figures/OP.png`` per op with results; returns the paths written (none with
+    figures off, ``plots.enabled``)."""
+    from nalu_jax.reporting import plots
+    from nalu_jax.reporting.report import write_png
 
     done = [r for r in rows if r["status"] == "done"]
+    draw = single_module_png if spec.kind == "single_module" else arithmetic_png
     paths = []
     for op in dict.fromkeys(r["op"] for r in done):
         mine = [r for r in done if r["op"] == op]
-        data = (
-            single_module_png(op, mine)
-            if spec.kind == "single_module"
-            else arithmetic_png(op, mine)
-        )
-        os.makedirs(os.path.join(workdir, "figures"), exist_ok=True)
         path = os.path.join(workdir, "figures", f"{op}.png")
-        atomic_write(path, data)
-        paths.append(path)
+        if plots.enabled():
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            paths.append(path)
+        write_png(path, lambda op=op, mine=mine: draw(op, mine))
     return paths
