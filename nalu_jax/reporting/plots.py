@@ -1,9 +1,9 @@
 """The figures every experiment writes (PNG bytes; matplotlib's Agg backend, no screen).
 
 A run draws its PNGs unless ``NALU_JAX_FIGURES=0`` (every entry point's ``--nofigures`` sets
-it): a sweep of many runs, or a test suite, that reads only the numbers saves the ~1 s each
-figure costs on a CPU. The documents' figures (``nalu_jax.reproduce.render``) are drawn either
-way."""
+it): a sweep of many runs, or a test suite, that reads only the numbers saves drawing them
+(0.6–1.5 s per figure in one profile of a smoke cell on 2 busy cores). The documents' figures
+(``nalu_jax.reproduce.render``) are drawn either way."""
 
 from __future__ import annotations
 
