@@ -95,9 +95,9 @@ def main(argv) -> None:
         for r in rows[-len(summary.get("settings", [summary])) :]:
             r["setting"] = f"{model} {r.get('setting') or ''}".strip()
     settings_table = lambda rows: experiment.format_summary({"settings": rows})
-    table, png = report.comparison(rows, table=settings_table)
+    table, draw = report.comparison(rows, table=settings_table)
     report.atomic_write(os.path.join(_WORKDIR.value, "comparison.md"), table)
-    report.write_png(os.path.join(_WORKDIR.value, "comparison.png"), png)
+    report.write_png(os.path.join(_WORKDIR.value, "comparison.png"), draw)
     print(table)
     print(f"results in {os.path.abspath(_WORKDIR.value)}")
 

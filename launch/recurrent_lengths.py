@@ -111,11 +111,11 @@ def main(argv) -> None:
         print(
             f"== {model}: solved per length {dict(zip(lengths, out[model]['solved'], strict=True))}"
         )
-    table, png = report.comparison(
+    table, draw = report.comparison(
         summaries, criterion="the recurrent task's threshold at that length (ε as the config's)"
     )
     report.atomic_write(os.path.join(_WORKDIR.value, "lengths.md"), table)
-    report.write_png(os.path.join(_WORKDIR.value, "lengths.png"), png)
+    report.write_png(os.path.join(_WORKDIR.value, "lengths.png"), draw)
     report.atomic_write(
         os.path.join(_WORKDIR.value, "lengths.json"),
         report.dumps({"lengths": lengths, "thresholds": summaries and [

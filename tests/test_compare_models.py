@@ -70,7 +70,7 @@ def _group(length, solved, n, lo, hi, mse):
     }
 
 
-def test_per_length_table_and_figure_by_hand(figures_on):
+def test_per_length_table_and_figure_by_hand():
     a = {
         "setting": "nau",
         "num_seeds": 10,
@@ -87,7 +87,7 @@ def test_per_length_table_and_figure_by_hand(figures_on):
         "train_length": 10,
         "per_length": [_group(1, 0, 10, 0.0, 0.278, 0.75), _group(100, 0, 10, 0.0, 0.278, 9e3)],
     }
-    table, png = report.comparison([a, b])
+    table, draw = report.comparison([a, b])
     rows = [
         line for line in table.splitlines() if line.startswith("| 1") or line.startswith("| 100")
     ]
@@ -99,10 +99,10 @@ def test_per_length_table_and_figure_by_hand(figures_on):
         == "| 100 | 0.5 | 3/10 30.0% [10.8%, 60.3%] | 2.5 | 0/10 0.0% [0.0%, 27.8%] | 9000 |"
     )
     assert "seeds: nau 10, lstm 10" in table
-    assert png[:4] == b"\x89PNG"
+    assert draw()[:4] == b"\x89PNG"
 
 
-def test_split_table_by_hand(figures_on):
+def test_split_table_by_hand():
     def summary(name, solved, acc, interval):
         test = {
             "split": "test",
@@ -116,12 +116,12 @@ def test_split_table_by_hand(figures_on):
         return {"setting": name, "num_seeds": 4, "num_steps": 50, "diverged": 0, "wall_time_s": 12.4,
                 "success_accuracy": 1.0, "splits": [valid, test]}  # fmt: skip
 
-    table, png = report.comparison(
+    table, draw = report.comparison(
         [summary("nalu", 1, 0.875, (0.046, 0.699)), summary("lstm", 0, 0.25, (0.0, 0.49))]
     )
     assert "| nalu | 1/4 25.0% [4.6%, 69.9%] | 87.5% | 2 | 50.0% | 0 | 12 s |" in table
     assert "| lstm | 0/4 0.0% [0.0%, 49.0%] | 25.0% |" in table
-    assert png[:4] == b"\x89PNG"
+    assert draw()[:4] == b"\x89PNG"
 
 
 def test_no_figure_with_figures_off(monkeypatch, tmp_path):
@@ -133,10 +133,10 @@ def test_no_figure_with_figures_off(monkeypatch, tmp_path):
          "per_length": [_group(1, 1, 2, 0.1, 0.9, 1.0)]}
         for m in ("nau", "lstm")
     ]  # fmt: skip
-    table, png = report.comparison(runs)
-    assert "| 1 |" in table and png is None
+    table, draw = report.comparison(runs)
+    assert "| 1 |" in table and callable(draw)
     (tmp_path / "comparison.png").write_bytes(b"an earlier comparison")
-    report.write_png(str(tmp_path / "comparison.png"), png)
+    report.write_png(str(tmp_path / "comparison.png"), draw)
     report.write_files(str(tmp_path), {"curves.png": lambda: 1 / 0, "summary.md": "numbers"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.md"]  # nothing drawn
     monkeypatch.setenv("NALU_JAX_FIGURES", "1")

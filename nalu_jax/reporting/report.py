@@ -14,6 +14,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 
 import numpy as np
 
@@ -260,12 +261,12 @@ def success_series(groups: list):
 
 def comparison(
     summaries: list, criterion: str = SOLVED_ACCUMULATOR_CRITERION, table=None
-) -> tuple[str, bytes | None]:
+) -> tuple[str, Callable[[], bytes] | None]:
     """The combined table of several runs (``summary["setting"]`` names each) and, for the
-    sequence experiments, its figure: success against test length per model (Wilson bars) and
-    the median MSE (per-length experiments), or per model (split experiments). Other runs:
-    ``table(summaries)`` (the experiment's table of settings), no figure; nor with figures off
-    (``plots.enabled``)."""
+    sequence experiments, a callable drawing its figure (for ``write_png``, which draws it only
+    with figures on): success against test length per model (Wilson bars) and the median MSE
+    (per-length experiments), or per model (split experiments). Other runs:
+    ``table(summaries)`` (the experiment's table of settings), no figure."""
     if all("per_length" in s for s in summaries):
         lengths = [g["length"] for g in summaries[0]["per_length"]]
         series, mse = {}, {}
@@ -277,12 +278,10 @@ def comparison(
         if summaries[0]["per_length"][0].get("threshold") is not None:
             mse["threshold"] = [g["threshold"] for g in summaries[0]["per_length"]]
         scale = "log" if max(lengths) / max(min(lengths), 1) >= 50 else "linear"
-        png = (
-            plots.group_plot(lengths, series, xlabel="sequence length", x_scale=scale, mse=mse)
-            if plots.enabled()
-            else None
+        draw = lambda: plots.group_plot(
+            lengths, series, xlabel="sequence length", x_scale=scale, mse=mse
         )
-        return per_length_markdown(summaries, criterion), png
+        return per_length_markdown(summaries, criterion), draw
     if all("splits" in s for s in summaries):
         names = [s["setting"] for s in summaries]
         tests = [{g["split"]: g for g in s["splits"]}["test"] for s in summaries]
@@ -291,12 +290,8 @@ def comparison(
             "test exact-match accuracy (mean)": ([g["acc_mean"] for g in tests], None),
         }
         mse = {"test MSE (median)": [g["mse_median"] for g in tests]}
-        png = (
-            plots.group_plot(names, series, xlabel="model", x_scale="category", mse=mse)
-            if plots.enabled()
-            else None
-        )
-        return splits_markdown(summaries), png
+        draw = lambda: plots.group_plot(names, series, xlabel="model", x_scale="category", mse=mse)
+        return splits_markdown(summaries), draw
     if table is None:
         raise ValueError("comparison: these summaries need the experiment's table(summaries).")
     return table(summaries), None
