@@ -173,16 +173,30 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
          "matmul_precision": "default", "commit": "b1d1504bbbb", "dirty": True,
          "date": "2026-11-25T11:00:00Z"},
     ]  # fmt: skip
+    # the first batch records its command; the launcher and table are left out of it
+    batches[0]["command"] = (
+        "python -m launch.reproduce --table=iclr2020-arithmetic --ops=add --seeds=20"
+    )
+    batches[1]["command"] = "python -m launch.compare_models --seeds=80"
     _cell(root, "iclr2020-arithmetic/add-linear", _arith_summary(20, 20, 5_000_000),
           batches=batches)  # fmt: skip
+    # what each batch's seeds did, from seeds.csv: seeds 0–19 all solved; of 20–99, the
+    # even ones solved and seeds 21 and 23 diverged; of 100–109, none solved
+    rows = ["seed,solved,solved_at,diverged,diverged_at"]
+    rows += [f"{k},1,1000,0,-1" for k in range(20)]
+    rows += [f"{k},{1 - k % 2},1000,{int(k in (21, 23))},-1" for k in range(20, 100)]
+    rows += [f"{k},0,,0,-1" for k in range(100, 110)]
+    (root / "iclr2020-arithmetic/add-linear/seeds.csv").write_text("\n".join(rows) + "\n")
     rows = render.Renderer(str(root)).timing_table("iclr2020-arithmetic").splitlines()[2:]
     assert rows == [
-        "| + | Linear (merged: 3 batches at 2 commits) | 0–19 | 09046a2 | 2026-11-24 | 17.8 min"
-        " | 93,854 | Test CPU (2 cores) |",
-        "| + | Linear (merged: 3 batches at 2 commits) | 20–99 | b1d1504 (modified) | 2026-11-25"
-        " | 104.4 min | 16,004 | NVIDIA H100 |",
-        "| + | Linear (merged: 3 batches at 2 commits) | 100–109 | b1d1504 (modified) | 2026-11-25"
-        " | 1.0 min | 200,000 | NVIDIA H100, matmul_precision 'default' |",
+        "| + | Linear (merged: 3 batches at 2 commits) | 0–19 | `--ops=add --seeds=20` | 09046a2 "
+        "| 2026-11-24 | 17.8 min | 93,854 | Test CPU (2 cores) | 20 of 20 solved |",
+        "| + | Linear (merged: 3 batches at 2 commits) | 20–99 | `python -m launch.compare_models "
+        "--seeds=80` | b1d1504 (modified) | 2026-11-25 | 104.4 min | 16,004 | NVIDIA H100 "
+        "| 40 of 80 solved, 2 diverged |",
+        "| + | Linear (merged: 3 batches at 2 commits) | 100–109 | — | b1d1504 (modified) "
+        "| 2026-11-25 | 1.0 min | 200,000 | NVIDIA H100, matmul_precision 'default' "
+        "| 0 of 10 solved |",
     ]
     # restricted to named cells: the other cell's batch is left out, and none named is Missing
     _cell(root, "iclr2020-arithmetic/mul-relu", _arith_summary(0, 20, 5_000_000),
@@ -190,8 +204,9 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
     r = render.Renderer(str(root))
     assert len(r.timing_table("iclr2020-arithmetic").splitlines()) == 2 + 4
     only = r.timing_table("iclr2020-arithmetic", only=["mul-relu"]).splitlines()[2:]
-    assert only == [
-        "| × | ReLU | 0–19 | 09046a2 | 2026-11-24 | 17.8 min | 93,854 | Test CPU (2 cores) |"
+    assert only == [  # a cell without seeds.csv: what its seeds did is not shown
+        "| × | ReLU | 0–19 | `--ops=add --seeds=20` | 09046a2 | 2026-11-24 | 17.8 min | 93,854 "
+        "| Test CPU (2 cores) | — |"
     ]
     with pytest.raises(render.Missing):
         r.timing_table("iclr2020-arithmetic", only=["div-nmu"])
@@ -202,8 +217,8 @@ def test_timing_table_gives_each_batch_its_seeds_wall_time_and_rate(tmp_path):
           batches=[batches[0], stopped])  # fmt: skip
     rows = render.Renderer(str(root)).timing_table("iclr2020-arithmetic", only=["div-nmu"])
     assert rows.splitlines()[-1] == (
-        "| ÷ | NMU (merged: 2 batches) | 20–23 | 09046a2 | 2026-11-24 | 1.5 min | — (all "
-        "diverged by step 1,000; not trained after) | Test CPU (2 cores) |"
+        "| ÷ | NMU (merged: 2 batches) | 20–23 | `--ops=add --seeds=20` | 09046a2 | 2026-11-24 "
+        "| 1.5 min | — (all diverged by step 1,000; not trained after) | Test CPU (2 cores) | — |"
     )
 
 
@@ -317,6 +332,14 @@ def test_batch_seeds_solved_steps_and_late_solvers_read_each_batchs_seeds(tmp_pa
     assert ns["late_solvers"](cell, (3, 3), (0, 2)) == "none (the last of seeds 0–2 at 300)"
     assert ns["late_solvers"](cell, (0, 1), (5, 5)) == (
         "2 seeds, at 100 and 300 steps (none of seed 5 solved)"
+    )
+    assert ns["live_seeds"](cell) == "0, 1, 2, 3, 4 and 6"  # seed 5 diverged
+    _cell(root, "gate/add-gated", _arith_summary(0, 2, 10_000))
+    (root / "gate" / "add-gated" / "seeds.csv").write_text(f"{head}\n0,0,,1,0\n1,0,,1,11\n")
+    assert ns["live_seeds"]("gate/add-gated") == "none"
+    assert ns["live_seeds"]("gate/add-gated", "gate/add-gated") == "none in each"
+    assert ns["live_seeds"](cell, "gate/add-gated") == (
+        "gate/add-nalu: 0, 1, 2, 3, 4 and 6; gate/add-gated: none"
     )
     with pytest.raises(ValueError, match="seeds 7–9: gate/add-nalu holds none of them"):
         ns["solved_steps"](cell, (7, 9))

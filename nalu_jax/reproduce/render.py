@@ -29,9 +29,13 @@ Functions (all read ``results/``):
   ``lengths_table(cells, labels=None)``            success per test length per model
   ``provenance(*cells)``                           commit, date, machine, wall time
   ``batch_seeds(cell, k)``                         batch k: minutes, solved (and when), diverged
+  ``timing_table(table, ops=None, models=None, only=None)``  each batch of a table's cells: seeds,
+                                                   command, commit, date, wall time, rate,
+                                                   machine, solved and diverged
   ``solved_steps(cell, seeds=None, stat="span")``  the solvers' solved-at steps: first to last,
                                                    or their mean; ``seeds``: (first, last) only
   ``late_solvers(cell, seeds, before)``            seeds solving after every solver of ``before``
+  ``live_seeds(*cells)``                           the seeds that did not diverge, "12, 31 and 32"
   ``verdict(text, *cells)``                        ``text`` when every cell is committed, else
                                                    "no committed data"
   (``nalu_jax.reproduce.verdicts``, the rubric's computed verdicts:)
@@ -200,13 +204,28 @@ class Renderer(
             return f"{float(f'{sum(steps) / len(steps):.3g}'):,.0f}"
         return _step_span(steps)
 
+    def _batch_rows(self, cell, batch) -> list[dict]:
+        """The ``seeds.csv`` rows of one provenance batch's seeds."""
+        first = int(batch["first_seed"])
+        return self._rows_of(cell, (first, first + int(batch["num_seeds"]) - 1))
+
+    def _batch_outcome(self, cell, batch) -> str:
+        """What one batch's seeds did: "74 of 80 solved", "0 of 16 solved, 15 diverged";
+        "—" for a cell without per-seed rows."""
+        if not os.path.exists(os.path.join(self._dir(cell), "seeds.csv")):
+            return "—"
+        rows = self._batch_rows(cell, batch)
+        gone = sum(1 for r in rows if int(r.get("diverged") or 0))
+        return f"{len(_solved_at(rows))} of {len(rows)} solved" + (
+            f", {gone} diverged" if gone else ""
+        )
+
     def batch_seeds(self, cell, k) -> str:
         """Batch ``k`` of ``cell``'s provenance (negative: from the last) and what its seeds
         did: "52 min: 9 of 60 solved, at 2,149,000 to 4,927,000 steps; seed 77 diverged (at
         1,973,247 steps)", or "…; none diverged"."""
         b = self.batches(cell)[k]
-        first = int(b["first_seed"])
-        rows = self._rows_of(cell, (first, first + int(b["num_seeds"]) - 1))
+        rows = self._batch_rows(cell, b)
         steps = _solved_at(rows)
         at = f", at {_step_span(steps)} steps" if steps else ""
         gone = [r for r in rows if int(r.get("diverged") or 0)]
@@ -220,6 +239,18 @@ class Renderer(
         wall = b.get("wall_time_s")
         minutes = f"{wall / 60:.0f} min" if wall else "wall time not recorded"
         return f"{minutes}: {len(steps)} of {len(rows)} solved{at}; {diverged}"
+
+    def live_seeds(self, *cells) -> str:
+        """The seeds that trained to the end without diverging, "12, 31 and 32" ("none" where
+        every seed diverged); of several cells, "12, 31 and 32 in each" where they agree,
+        else each cell's: "a/b: 12; a/c: 12 and 31"."""
+        live = {}
+        for cell in cells:
+            seeds = [r["seed"] for r in self._rows_of(cell) if not int(r.get("diverged") or 0)]
+            live[cell] = and_list(seeds) if seeds else "none"
+        if len(set(live.values())) == 1:
+            return next(iter(live.values())) + (" in each" if len(cells) > 1 else "")
+        return "; ".join(f"{cell}: {seeds}" for cell, seeds in live.items())
 
     def late_solvers(self, cell, seeds, before) -> str:
         """The seeds of ``seeds`` ``(first, last)`` in ``cell`` that solved after every solver
@@ -381,14 +412,16 @@ class Renderer(
 
     def timing_table(self, table, ops=None, models=None, only=None) -> str:
         """Each committed batch of the table's cells (restricted to ``ops``/``models``, or to
-        the cell keys ``only``) with its seeds, commit, date, wall time, rate and machine."""
+        the cell keys ``only``) with its seeds, command, commit, date, wall time, rate, machine
+        and what its seeds did."""
         from nalu_jax.reproduce import specs
         from nalu_jax.reproduce.specs import OP_LABELS
 
         spec = specs.table(table)
         lines = [
-            "| op | model | seeds | commit | date | wall time | seed-steps/s | machine |",
-            "|---|---|---|---|---|---|---|---|",
+            "| op | model | seeds | command | commit | date | wall time | seed-steps/s | machine "
+            "| its seeds |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for cell in self._cells(spec, ops, models, only):
             path = f"{table}/{cell.key}"
@@ -399,7 +432,7 @@ class Renderer(
             same = self._same_as(path)
             if same:
                 lines.append(f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label} | "
-                             f"the same run as `{same}` | | | | | |")  # fmt: skip
+                             f"the same run as `{same}` | | | | | | | |")  # fmt: skip
                 continue
             commits = {b["commit"][:7] for b in batches}
             merged = (
@@ -411,9 +444,10 @@ class Renderer(
                 where = _machine(b)
                 lines.append(
                     f"| {OP_LABELS.get(cell.op, cell.op)} | {cell.variant.label}{merged} | "
-                    f"{results_lib.seed_span(b)} | "
+                    f"{results_lib.seed_span(b)} | {_command(b, table)} | "
                     f"{b['commit'][:7]}{' (modified)' if b.get('dirty') else ''} | "
-                    f"{b['date'][:10]} | {_wall(b)} | {_rate(b)} | {where} |"
+                    f"{b['date'][:10]} | {_wall(b)} | {_rate(b)} | {where} | "
+                    f"{self._batch_outcome(path, b)} |"
                 )
         if len(lines) == 2:
             raise Missing(table)
@@ -574,7 +608,7 @@ class Renderer(
                  "published_medians", "table_verdict", "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
                  "cross_commit", "settled", "study", "solved_steps", "batch_seeds",
-                 "late_solvers")  # fmt: skip
+                 "late_solvers", "live_seeds")  # fmt: skip
         from nalu_jax.reproduce import figures_render, render_nalu, specs
 
         return {
@@ -632,6 +666,15 @@ def _wall(batch: dict) -> str:
     """A batch's wall time, or "wall time not recorded" (a zero or missing record)."""
     w = batch.get("wall_time_s")
     return f"{w / 60:.1f} min" if w else "wall time not recorded"
+
+
+def _command(batch: dict, table: str) -> str:
+    """A batch's recorded command as code, less the launcher and table its section names
+    (``python -m launch.reproduce --table=TABLE``); "—" where none was recorded."""
+    command = batch.get("command")
+    if not command:
+        return "—"
+    return f"`{command.removeprefix(f'python -m launch.reproduce --table={table} ')}`"
 
 
 def _rate(batch: dict) -> str:
