@@ -14,14 +14,15 @@ import pytest
 # seeds, a launcher's cell and the same cell re-checked, each in its own process); a hit returns
 # the executable that compiling again would, so no test's numbers change, only the time (a third
 # less on the tests that resume and re-run). A cache the caller set (JAX_COMPILATION_CACHE_DIR)
-# is used as it is; the run's own starts empty and is removed when the run ends. Its size
-# limit (far above what the suite writes: nothing is evicted) is what makes JAX read and write
+# is used as it is; the run's own starts empty and is removed when the run ends. Its size limit
+# (far above what the suite writes: nothing is evicted) is what makes JAX read and write
 # entries under a file lock (the filelock package); without one an entry is written in place,
 # a worker can read another's half-written entry, and the failed read's warning lands on the
 # stderr of a child whose stderr a test reads line by line.
+OWN_CACHE_PREFIX = "nalu_jax_test_xla_cache_"
 _OWN_CACHE = None
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-    _OWN_CACHE = tempfile.mkdtemp(prefix="nalu_jax_test_xla_cache_")
+    _OWN_CACHE = tempfile.mkdtemp(prefix=OWN_CACHE_PREFIX)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_CACHE
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
     os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(16 << 30))
