@@ -4,6 +4,7 @@ figure edited by hand fails the check, a missing cell renders as "no committed d
 table cell's verdict follows the rubric."""
 
 import json
+import math
 import os
 
 import pytest
@@ -94,7 +95,8 @@ def test_table_cell_verdict_follows_the_rubric(tmp_path, solved, steps, sparsity
 def test_a_cell_without_the_authors_seeds_shows_its_power_against_the_papers_rate(tmp_path):
     # the gated NAU/NMU's seeds are not in the authors' per-seed file: judged by interval
     # overlap (0/4 [0%, 49%] against the paper's 0% [0%, 4%]), and its power is shown: 4 seeds
-    # against the paper's 100 at 0% detect 43 points (h = 2.80159·√(1/4 + 1/100), sin²(h/2))
+    # against the paper's 100 at 0% detect 43 points (h = 2.80159·√(1/4 + 1/100), sin²(h/2));
+    # Fisher's test against the paper's count, 0 of 100: p = 1 (every table has 0 solved)
     root = tmp_path / "results"
     _cell(root, "iclr2020-arithmetic/div-gated_nau_nmu", _arith_summary(0, 4, 5_000_000))
     tests = render.Renderer(str(root)).arith_tests(
@@ -102,9 +104,39 @@ def test_a_cell_without_the_authors_seeds_shows_its_power_against_the_papers_rat
     )
     row = tests.splitlines()[2]
     assert row == (
-        "| ÷ | Gated NAU/NMU | 0/4 / the authors' seeds are not published | — | ≥ 43 points "
-        "(against the paper's rate) | — | — | — | reproduced |"
+        "| ÷ | Gated NAU/NMU | 0/4 / the authors' seeds are not published | 1 (against the "
+        "paper's 0/100) | ≥ 43 points (against the paper's rate) | — | — | — | reproduced |"
     )
+
+
+def test_fisher_against_the_papers_count_is_beside_the_overlap_verdict_not_in_it(tmp_path):
+    # 3 of 36 solved against the paper's 0 of 100: of the tables with 3 solved in all, ours
+    # holding all 3 is the least likely, C(36,3)/C(136,3) = 7140/410040 = 0.0174, and the
+    # two-sided p is that alone; the intervals, 8% [3%, 22%] and [0%, 4%], overlap, so the
+    # rubric's verdict stays "reproduced"
+    root = tmp_path / "results"
+    _cell(root, "iclr2020-arithmetic/sub-gated_nau_nmu",
+          _arith_summary(3, 36, 5_000_000, (1e6, 0.0, 2e6), (7e-4, 0.0, 1.4e-3)))  # fmt: skip
+    tests = render.Renderer(str(root)).arith_tests(
+        "iclr2020-arithmetic", only=["sub-gated_nau_nmu"]
+    )
+    row = tests.splitlines()[2]
+    cols = [c.strip() for c in row.strip("|").split("|")]
+    assert cols[2] == "3/36 / the authors' seeds are not published"
+    assert cols[3] == "0.017 (against the paper's 0/100)"
+    assert cols[-1] == "reproduced" and cols[-2] == "—"
+
+
+@pytest.mark.parametrize(
+    "rate, n, count",
+    [(0.37, 100, (37, 100)), (0.84, 25, (21, 25)), (0.0, 100, (0, 100)), (0.333, 100, None),
+     (0.5, math.nan, None), (math.nan, 100, None), (None, 100, None)],
+)  # fmt: skip
+def test_the_papers_count_only_where_its_rate_is_a_whole_number_of_its_seeds(rate, n, count):
+    from nalu_jax.reproduce.verdicts import _paper_count
+
+    row = {"published_num_seeds": n} | ({} if rate is None else {"published_success_rate": rate})
+    assert _paper_count(row) == count
 
 
 def test_table1_and_appendix_c_others_split_the_add_sub_mul_cells():

@@ -103,7 +103,7 @@ def compare(ours: dict, theirs: dict) -> dict:
     n1, n2 = len(ours["solved"]), len(theirs["solved"])
     k1, k2 = int(np.sum(ours["solved"])), int(np.sum(theirs["solved"]))
     out = {"n_ours": n1, "n_theirs": n2, "solved_ours": k1, "solved_theirs": k2}
-    out["success_p"] = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    out["success_p"] = success_p((k1, n1), (k2, n2))
     out["success_detectable"] = detectable_difference(k2 / n2, n1, n2)
     for name in ("solved_at", "sparsity_error"):
         a = ours[name][ours["solved"]]
@@ -117,6 +117,15 @@ def compare(ours: dict, theirs: dict) -> dict:
         else:
             out[f"{name}_p"] = math.nan
     return out
+
+
+def success_p(a: tuple[int, int], b: tuple[int, int]) -> float:
+    """Fisher's exact test, two-sided, of equal success rates between ``a`` and ``b``, each
+    (solved, seeds)."""
+    from scipy import stats
+
+    (k1, n1), (k2, n2) = a, b
+    return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
 
 
 def more_often(a: tuple[int, int], b: tuple[int, int]) -> tuple[bool, float]:

@@ -64,6 +64,18 @@ def _detectable_against_paper(r) -> float:
     return seedtests.detectable_difference(float(rate), int(r["num_seeds"]), int(n))
 
 
+def _paper_count(r) -> tuple[int, int] | None:
+    """The paper's (solved, seeds) of row ``r`` where its rate at its seed count is a whole
+    number of seeds (a rate printed to whole percent over 100 seeds, or a multiple of 1/25
+    over 25), else None: the count Fisher's test needs where the authors' seeds are not
+    published."""
+    rate, n = r.get("published_success_rate"), r.get("published_num_seeds")
+    if rate is None or n is None or not (math.isfinite(rate) and math.isfinite(n)):
+        return None
+    k = round(float(rate) * int(n))
+    return (k, int(n)) if abs(float(rate) * int(n) - k) < 1e-6 else None
+
+
 class VerdictFunctions:
     """Template functions for verdicts (mixed into the renderer)."""
 
@@ -198,14 +210,18 @@ class VerdictFunctions:
             op = OP_LABELS.get(r["op"], r["op"])
             c = self._tests(table, r)
             overlap = self.cell_verdict(spec, r)
-            if c is None:  # judged by interval overlap; its power against the paper's rate
-                d = _detectable_against_paper(r)
-                power = "—"
+            if c is None:  # judged by interval overlap; Fisher's test and its power against
+                # the paper's count, beside the verdict
+                d, paper = _detectable_against_paper(r), _paper_count(r)
+                power = fisher = "—"
                 if math.isfinite(d):
                     power = f"≥ {100 * d:.0f} points (against the paper's rate)"
+                if paper is not None:
+                    p = seedtests.success_p((int(r["solved"]), int(r["num_seeds"])), paper)
+                    fisher = f"{_p(p)} (against the paper's {paper[0]}/{paper[1]})"
                 lines.append(f"| {op} | {r['paper_name']} | {r['solved']}/{r['num_seeds']} / the "
-                             f"authors' seeds are not published | — | {power} | — | — | — | "
-                             f"{overlap} |")  # fmt: skip
+                             f"authors' seeds are not published | {fisher} | {power} | — | — | "
+                             f"— | {overlap} |")  # fmt: skip
                 continue
 
             def mwu(name, c=c):
