@@ -119,22 +119,20 @@ def compare(ours: dict, theirs: dict) -> dict:
     return out
 
 
-def success_p(a: tuple[int, int], b: tuple[int, int]) -> float:
-    """Fisher's exact test, two-sided, of equal success rates between ``a`` and ``b``, each
-    (solved, seeds)."""
+def success_p(a: tuple[int, int], b: tuple[int, int], alternative: str = "two-sided") -> float:
+    """Fisher's exact test's p of equal success rates between ``a`` and ``b``, each (solved,
+    seeds); ``alternative`` as scipy's ("greater": ``a`` succeeds more often)."""
     from scipy import stats
 
     (k1, n1), (k2, n2) = a, b
-    return float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    table = [[k1, n1 - k1], [k2, n2 - k2]]
+    return float(stats.fisher_exact(table, alternative=alternative).pvalue)
 
 
 def more_often(a: tuple[int, int], b: tuple[int, int]) -> tuple[bool, float]:
     """Whether ``a`` = (solved, seeds) succeeds more often than ``b``: Fisher's exact test,
     one-sided, rejects equal rates at ``LEVEL``. Returns (held, p-value)."""
-    from scipy import stats
-
-    (k1, n1), (k2, n2) = a, b
-    p = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater").pvalue)
+    p = success_p(a, b, alternative="greater")
     return p < LEVEL, p
 
 
