@@ -55,13 +55,23 @@ def _value(v: float, metric: str) -> str:
     return f"{v:,.0f}" if metric == "solved_at" else f"{v:.2g}"
 
 
+def _paper_rate(r) -> tuple[float, int] | None:
+    """The paper's success rate and seed count of row ``r``, or None where either is not
+    given."""
+    rate, n = r.get("published_success_rate"), r.get("published_num_seeds")
+    if rate is None or n is None or not (math.isfinite(rate) and math.isfinite(n)):
+        return None
+    return float(rate), int(n)
+
+
 def _detectable_against_paper(r) -> float:
     """The success difference Fisher's test would detect with 80% power between our seeds and
     the paper's seed count at the paper's rate (row ``r``; NaN where either is not given)."""
-    rate, n = r.get("published_success_rate"), r.get("published_num_seeds")
-    if rate is None or n is None or not (math.isfinite(rate) and math.isfinite(n)):
+    paper = _paper_rate(r)
+    if paper is None:
         return math.nan
-    return seedtests.detectable_difference(float(rate), int(r["num_seeds"]), int(n))
+    rate, n = paper
+    return seedtests.detectable_difference(rate, int(r["num_seeds"]), n)
 
 
 def _paper_count(r) -> tuple[int, int] | None:
@@ -69,11 +79,12 @@ def _paper_count(r) -> tuple[int, int] | None:
     number of seeds (a rate printed to whole percent over 100 seeds, or a multiple of 1/25
     over 25), else None: the count Fisher's test needs where the authors' seeds are not
     published."""
-    rate, n = r.get("published_success_rate"), r.get("published_num_seeds")
-    if rate is None or n is None or not (math.isfinite(rate) and math.isfinite(n)):
+    paper = _paper_rate(r)
+    if paper is None:
         return None
-    k = round(float(rate) * int(n))
-    return (k, int(n)) if abs(float(rate) * int(n) - k) < 1e-6 else None
+    solved = paper[0] * paper[1]
+    k = round(solved)
+    return (k, paper[1]) if abs(solved - k) < 1e-6 else None
 
 
 class VerdictFunctions:
