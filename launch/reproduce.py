@@ -64,11 +64,15 @@ _POINTS = flags.DEFINE_list(
     None,
     "Points of a figure whose points are cells of their own, e.g. h2,h10 (default: all).",
 )
-_SEEDS = flags.DEFINE_integer("seeds", None, "Seeds per cell (default: the published number).")
-_STEPS = flags.DEFINE_integer("steps", None, "Iterations per cell (default: the published).")
+_SEEDS = flags.DEFINE_integer(
+    "seeds", None, "Seeds per cell (default: the published number).", lower_bound=1
+)
+_STEPS = flags.DEFINE_integer(
+    "steps", None, "Iterations per cell (default: the published).", lower_bound=1
+)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory of the table and its cells.")
 _CALIBRATION = flags.DEFINE_integer(
-    "calibration_steps", 2000, "Steps of the timing run per model (0: no estimate)."
+    "calibration_steps", 2000, "Steps of the timing run per model (0: no estimate).", lower_bound=0
 )
 _SMOKE = flags.DEFINE_bool(
     "smoke",

@@ -39,20 +39,34 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TABLE = flags.DEFINE_string("table", None, "Table name, e.g. iclr2020-arithmetic.")
 _MODELS = flags.DEFINE_list("models", None, "Models of the table to run (default: all).")
 _OPS = flags.DEFINE_list("ops", None, "Ops of the table to run (default: all).")
-_SEEDS = flags.DEFINE_integer("seeds", None, "Seeds per cell (default: the published number).")
-_STEPS = flags.DEFINE_integer("steps", None, "Iterations per cell (default: the published).")
+_SEEDS = flags.DEFINE_integer(
+    "seeds", None, "Seeds per cell (default: the published number).", lower_bound=1
+)
+_STEPS = flags.DEFINE_integer(
+    "steps", None, "Iterations per cell (default: the published).", lower_bound=1
+)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Shared directory of the table and its cells.")
 _MODE = flags.DEFINE_enum("mode", "array", ["array", "distributed"], "How to split the table.")
-_CELLS_PER_TASK = flags.DEFINE_integer("cells_per_task", 1, "Array mode: cells per task.")
-_PARALLELISM = flags.DEFINE_integer("parallelism", 64, "Array mode: tasks running at once.")
-_NODES = flags.DEFINE_integer("nodes", 1, "Distributed mode: nodes.")
-_TASKS_PER_NODE = flags.DEFINE_integer("tasks_per_node", 1, "Distributed mode: tasks per node.")
+_CELLS_PER_TASK = flags.DEFINE_integer(
+    "cells_per_task", 1, "Array mode: cells per task.", lower_bound=1
+)
+_PARALLELISM = flags.DEFINE_integer(
+    "parallelism", 64, "Array mode: tasks running at once.", lower_bound=1
+)
+_NODES = flags.DEFINE_integer("nodes", 1, "Distributed mode: nodes.", lower_bound=1)
+_TASKS_PER_NODE = flags.DEFINE_integer(
+    "tasks_per_node", 1, "Distributed mode: tasks per node.", lower_bound=1
+)
 _CLUSTER = flags.DEFINE_enum(
     "cluster", None, ["slurm", "local", "debug"], "submitit executor (default: slurm if found)."
 )
 _PARTITION = flags.DEFINE_string("slurm_partition", None, "SLURM partition.")
-_TIMEOUT = flags.DEFINE_integer("timeout_min", 24 * 60, "Time limit per task in minutes.")
-_CPUS = flags.DEFINE_integer("cpus_per_task", None, "CPUs per task (one JAX device each).")
+_TIMEOUT = flags.DEFINE_integer(
+    "timeout_min", 24 * 60, "Time limit per task in minutes.", lower_bound=1
+)
+_CPUS = flags.DEFINE_integer(
+    "cpus_per_task", None, "CPUs per task (one JAX device each).", lower_bound=1
+)
 _GPUS = flags.DEFINE_integer(
     "gpus_per_node", None, "GPUs per node (SLURM --gpus-per-node; local: default all visible)."
 )
@@ -151,6 +165,8 @@ def main(argv) -> None:
         fail("--table and --workdir are required.")
     if _GPUS.value is not None and _GPUS.value < 0:
         fail(f"--gpus_per_node must be a non-negative integer, got {_GPUS.value}.")
+    if _MEM.value is not None and not _MEM.value > 0:
+        fail(f"--mem_gb must be a positive number of GB, got {_MEM.value:g}.")
     logging.set_verbosity(logging.WARNING)
     # Tasks import nalu_jax from this checkout (SLURM and the local executor pass the env on).
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))

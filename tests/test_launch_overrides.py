@@ -55,7 +55,10 @@ def test_compare_models_applies_a_block_override(tmp_path):
      (TABLE, "--config.train.lrr=1", "train.lrr is not a config field."),
      (TABLE, "--config.eval_size=big", "eval_size must be a int, got 'big'."),
      (TABLE, "--config.seed_block", "--config.seed_block needs a field and =VALUE"),
-     (COMPARE, "--config.seed_block=0", "seed_block must be 'auto' or an integer >= 1, got 0.")],
+     (COMPARE, "--config.seed_block=0", "seed_block must be 'auto' or an integer >= 1, got 0."),
+     # a count of 0 is refused, not read as "the published number" (the flag's default)
+     (TABLE, "--seeds=0", "flag --seeds=0: 0 is not a positive integer"),
+     (TABLE, "--steps=0", "flag --steps=0: 0 is not a positive integer")],
 )  # fmt: skip
 def test_a_bad_override_is_one_sentence_before_anything_runs(script, arg, sentence, tmp_path):
     out = launch(*script, f"--workdir={tmp_path / 'w'}", arg)

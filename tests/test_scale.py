@@ -115,6 +115,44 @@ def test_two_processes_equal_one_process(tmp_path):
     assert sorted(os.listdir(tmp_path / "two" / "checkpoints")) == ["process_0", "process_1"]
 
 
+@pytest.mark.parametrize(
+    ("flags", "environ", "words"),
+    [((None, 0, None), {},
+      "num_processes (flag or NALU_JAX_NUM_PROCESSES) must be an integer >= 1, got 0."),
+     ((None, -2, None), {}, "must be an integer >= 1, got -2."),
+     ((None, None, None), {"NALU_JAX_NUM_PROCESSES": "0"}, "must be an integer >= 1, got 0."),
+     ((None, None, None), {"NALU_JAX_NUM_PROCESSES": "two"}, "must be an integer, got 'two'."),
+     (("h:1", 2, None), {"NALU_JAX_PROCESS_ID": "x"},
+      "process_id (flag or NALU_JAX_PROCESS_ID) must be an integer, got 'x'."),
+     (("h:1", 2, 2), {}, "process_id must be in [0, 2), got 2."),
+     ((None, 2, 0), {}, "coordinator_address must be given")],
+)  # fmt: skip
+def test_bad_process_counts_are_refused_before_jax_is_asked(flags, environ, words, monkeypatch):
+    from nalu_jax.config import ConfigError
+    from nalu_jax.runtime import distributed
+
+    for name in distributed.ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as e:
+        distributed.initialize(*flags)
+    assert words in str(e.value)
+
+
+def test_one_process_by_flag_or_environment_starts_no_distributed_run(monkeypatch):
+    from nalu_jax.runtime import distributed
+
+    called = []
+    monkeypatch.setattr(jax.distributed, "initialize", lambda *a: called.append(a))
+    for name in distributed.ENV:
+        monkeypatch.delenv(name, raising=False)
+    distributed.initialize(None, 1, None)
+    monkeypatch.setenv("NALU_JAX_NUM_PROCESSES", "1")
+    distributed.initialize(None, None, None)
+    assert called == []
+
+
 def test_lr_sweep_settings_equal_separate_runs(tmp_path):
     from nalu_jax.experiments import train_and_evaluate
 

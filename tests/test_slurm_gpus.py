@@ -122,3 +122,32 @@ def test_smoke_sizes_each_task_as_launch_reproduce_smoke_does(tmp_path):
     assert budget() == {"seeds": None, "steps": None, "overrides": None}
     assert budget("--smoke") == {"seeds": 2, "steps": 2000, "overrides": SMOKE}
     assert budget("--smoke", "--seeds=4")["seeds"] == 4
+
+
+@pytest.mark.parametrize(
+    "flag", ["seeds", "steps", "cells_per_task", "parallelism", "nodes", "tasks_per_node",
+             "timeout_min", "cpus_per_task"],
+)  # fmt: skip
+def test_counts_must_be_positive(flag):
+    from absl import flags
+
+    from launch import slurm  # noqa: F401  (defines the flags)
+
+    for bad in ("0", "-1"):
+        with pytest.raises(ValueError, match="is not a positive integer"):
+            flags.FLAGS[flag].parser.parse(bad)
+    assert flags.FLAGS[flag].parser.parse("3") == 3
+
+
+@pytest.mark.parametrize("value", ["0", "nan"])
+def test_memory_must_be_positive(value, tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "launch.slurm", "--cluster=local", "--table=iclr2020-arithmetic",
+         f"--workdir={tmp_path / 'w'}", f"--mem_gb={value}"],
+        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines() == [
+        f"nalu_jax: error: --mem_gb must be a positive number of GB, got {float(value):g}."
+    ]
+    assert not (tmp_path / "w").exists()

@@ -35,9 +35,13 @@ class ProcessInfo:
 def initialize(coordinator=None, num_processes=None, process_id=None) -> None:
     """Join a multi-process run when it has more than one process (else do nothing)."""
     coordinator = coordinator or os.environ.get(ENV[0])
-    num_processes = int(num_processes or os.environ.get(ENV[1], 1))
-    process_id = int(process_id if process_id is not None else os.environ.get(ENV[2], 0))
-    if num_processes <= 1:
+    num_processes = _integer("num_processes", num_processes, ENV[1], 1)
+    process_id = _integer("process_id", process_id, ENV[2], 0)
+    if num_processes < 1:
+        raise ConfigError(
+            f"num_processes (flag or {ENV[1]}) must be an integer >= 1, got {num_processes}."
+        )
+    if num_processes == 1:
         return
     if not coordinator:
         raise ConfigError(
@@ -49,6 +53,15 @@ def initialize(coordinator=None, num_processes=None, process_id=None) -> None:
     import jax
 
     jax.distributed.initialize(coordinator, num_processes, process_id)
+
+
+def _integer(name: str, value, env: str, default: int) -> int:
+    """The flag's ``value``, else the environment's ``env``, else ``default``, as an integer."""
+    raw = value if value is not None else os.environ.get(env, default)
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} (flag or {env}) must be an integer, got {raw!r}.") from None
 
 
 def process_info() -> ProcessInfo:
