@@ -39,7 +39,7 @@ import json
 import jax
 import jax.numpy as jnp
 
-from benchmarks import throughput
+from benchmarks import refuse_non_positive, throughput
 from nalu_jax import rng
 from nalu_jax.units import NAC, SNMU
 from nalu_jax.units._base import TrainingNeeds, computed_once, cos
@@ -133,6 +133,7 @@ def main() -> None:
     parser.add_argument("--probes", default=",".join(PROBES), help="comma list")
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     args = parser.parse_args()
+    refuse_non_positive(args, ("seeds", "steps", "repeat", "rounds"))
     probes = [p for p in args.probes.split(",") if p]
     unknown = sorted(set(probes) - set(PROBES))
     if unknown:

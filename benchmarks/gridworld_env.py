@@ -15,6 +15,7 @@ import time
 import jax
 import jax.numpy as jnp
 
+from benchmarks import refuse_non_positive
 from nalu_jax.envs import GridWorld
 
 
@@ -60,6 +61,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
+    refuse_non_positive(args, ("agents", "steps", "repeats"))
     print(f"devices: {jax.devices()}")
     print("| agents | steps/s, step (auto-reset) | steps/s, step_env | compile s |")
     print("|---|---|---|---|")

@@ -36,6 +36,7 @@ import json
 import os
 import time
 
+from benchmarks import refuse_non_positive
 from benchmarks.throughput import (  # the benchmarks' configs and --set overrides
     SINGLE_MODULE_UNITS,
     TASKS,
@@ -231,6 +232,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     parser.add_argument("--kernels", type=int, default=0, help="trace: list the N costliest")
     args = parser.parse_args()
+    refuse_non_positive(args, ("steps", "repeat"))
     from nalu_jax.models import MODELS
 
     every = SINGLE_MODULE_UNITS if args.task == "single_module" else list(MODELS)

@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks import refuse_non_positive
+
 # nalu_jax model -> (repository, simple_function_static.py flags); the flags of
 # stable-nalu's lfs_batch_jobs/function_task_static.sh.
 REFERENCE = {
@@ -219,6 +221,7 @@ def main() -> None:
     parser.add_argument("--operation", default="mul", help="the task's op (ours: mul)")
     parser.add_argument("--ours", help="JSON lines of benchmarks/throughput.py --models")
     args = parser.parse_args()
+    refuse_non_positive(args, ("processes", "iterations"))
     if not os.path.isfile(os.path.join(args.stable_nalu, DRIVER)):
         sys.exit(f"--stable-nalu: {args.stable_nalu} has no {DRIVER}.")
     models = list(REFERENCE) if args.models == "all" else args.models.split(",")

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from benchmarks import refuse_non_positive
 from nalu_jax.config import load_config
 from nalu_jax.engine import loop
 from nalu_jax.engine.blocks import resolve_seed_block
@@ -193,6 +194,7 @@ def main() -> None:
     parser.add_argument("--cnn", choices=("matmul", "lax", "both"), default="matmul")
     parser.add_argument("--profile", action="store_true", help="time the parts of each case")
     args = parser.parse_args()
+    refuse_non_positive(args, ("seeds", "steps", "rounds"))
     if args.profile:
         kinds = ("matmul", "lax") if args.cnn == "both" else (args.cnn,)
         for name in args.cases.split(","):

@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import refuse_non_positive
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -176,6 +178,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     parser.add_argument("--inline", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    refuse_non_positive(args, ("seeds", "steps", "repeat"))
     if args.inline:
         record = measure(args.seeds, args.steps, args.set, args.models, args.task)
         print(json.dumps(record), flush=True)

@@ -107,3 +107,38 @@ def test_profile_step_default_seeds_fill_the_seed_block():
 
 def test_profile_step_non_positive_seeds():
     _refuses("benchmarks.profile_step", [(("--seeds", "0"), "--seeds must be a positive count")])
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "flag"),
+    [("benchmarks.throughput", ["--seeds", "0"], "seeds"),
+     ("benchmarks.throughput", ["--repeat", "-1"], "repeat"),
+     ("benchmarks.floor", ["--rounds", "0"], "rounds"),
+     ("benchmarks.profile_step", ["--steps", "0"], "steps"),
+     ("benchmarks.sequence_throughput", ["--rounds", "0"], "rounds"),
+     ("benchmarks.gridworld_env", ["--agents", "64", "0"], "agents"),
+     ("benchmarks.reference_throughput",
+      ["--python", "python", "--stable-nalu", ".", "--processes", "0"], "processes"),
+     ("tools.compare_throughput", ["--against", "HEAD", "--seeds", "100", "-5"], "seeds")],
+)  # fmt: skip
+def test_a_count_below_one_is_one_sentence_before_anything_runs(module, args, flag, monkeypatch,
+                                                                capsys):  # fmt: skip
+    import importlib
+
+    main = importlib.import_module(module).main
+    monkeypatch.setattr(sys, "argv", [module, *args])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 2
+    out = capsys.readouterr()
+    assert out.err.splitlines() == [f"--{flag} must be a positive integer."] and out.out == ""
+
+
+def test_non_positive_reads_scalars_lists_and_unset_fields():
+    from argparse import Namespace
+
+    from benchmarks import non_positive
+
+    assert non_positive(Namespace(a=1, b=None, c=[2, 3]), ("a", "b", "c")) is None
+    assert non_positive(Namespace(a=1, c=[2, 0]), ("a", "c")) == "--c must be a positive integer."
+    assert non_positive(Namespace(a=0, c=[0]), ("a", "c")) == "--a must be a positive integer."

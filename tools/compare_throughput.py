@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import refuse_non_positive
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -53,6 +55,7 @@ def main() -> int:
     parser.add_argument("--model", help="one model of nalu_jax.models.MODELS (default nmu)")
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     opts = parser.parse_args()
+    refuse_non_positive(opts, ("seeds", "steps", "repeats"))
     old = tempfile.mkdtemp(prefix="nalu-throughput-")
     subprocess.run(["git", "worktree", "add", "--detach", old, opts.against], cwd=HERE,
                    check=True, capture_output=True)  # fmt: skip
