@@ -67,6 +67,23 @@ def test_a_figure_edited_by_hand_fails_the_check(tmp_path):
     assert render.main([*args, "--check"]) == 1
 
 
+def test_a_missing_path_is_refused_and_the_document_left_as_it_was(tmp_path, capsys):
+    template = tmp_path / "t.md"
+    template.write_text("NAU: {{ success('demo/nau') }}\n")
+    out = tmp_path / "doc.md"
+    out.write_text("the committed document\n")
+    ok = ["--template", str(template), "--results", str(tmp_path), "--out", str(out)]
+    for flag, bad, kind in (("--results", tmp_path / "resluts", "directory"),
+                            ("--results", template, "directory"),
+                            ("--template", tmp_path / "nope.md", "file")):  # fmt: skip
+        args = [*ok, flag, str(bad)]  # the later flag wins
+        assert render.main(args) == 2 and render.main([*args, "--check"]) == 2
+        assert capsys.readouterr().err.splitlines()[-1] == f"{flag}: {bad} is not a {kind}."
+        assert out.read_text() == "the committed document\n"
+    assert render.main([*ok[:-1], str(tmp_path / "absent.md"), "--check"]) == 2
+    assert capsys.readouterr().err.strip() == f"--out: {tmp_path / 'absent.md'} is not a file."
+
+
 @pytest.mark.parametrize(
     "solved, steps, sparsity, verdict",
     [

@@ -714,6 +714,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.path.join(repo, "docs", "reproductions.md"))
     p.add_argument("--check", action="store_true", help="exit 1 if --out differs")
     args = p.parse_args(argv)
+    # a mistyped path would otherwise render every cell as "no committed data" over the document
+    paths = [("--results", args.results, "directory"), ("--template", args.template, "file")]
+    paths += [("--out", args.out, "file")] if args.check else []
+    for flag, path, kind in paths:
+        if not (os.path.isdir if kind == "directory" else os.path.isfile)(path):
+            print(f"{flag}: {path} is not a {kind}.", file=sys.stderr)
+            return 2
     text = render(args.template, args.results)
     if args.check:
         with open(args.out) as f:
