@@ -115,6 +115,12 @@ def test_bad_names_are_config_errors():
         specs.cells(spec, ops=["pow"])
     with pytest.raises(ConfigError, match="--steps"):
         cell_config(spec, specs.cells(spec, ["nmu"], ["mul"])[0], 2, 1500)
+    # an empty list (--ops=) is refused; None (the flag omitted) is every one
+    for kwargs in ({"models": []}, {"ops": []}, {"ops": ["add"], "points": []}):
+        flag = "--" + next(k for k, v in kwargs.items() if v == [])
+        with pytest.raises(ConfigError, match=f"^{flag} names nothing; omit it to take every"):
+            specs.cells(spec, **kwargs)
+    assert len(specs.cells(spec, None, None)) == len(spec.ops) * len(spec.variants)
 
 
 def test_points_pick_cells_of_a_per_point_figure():

@@ -299,7 +299,11 @@ def with_extra(spec: TableSpec, names) -> TableSpec:
 
 def cells(spec: TableSpec, models=None, ops=None, points=None) -> list[Cell]:
     """The table's cells (op-major, in table order), restricted to ``models``/``ops`` if given,
-    and for a figure whose points are cells of their own, to ``points`` (keys, e.g. "h10")."""
+    and for a figure whose points are cells of their own, to ``points`` (keys, e.g. "h10").
+    ``None`` is all of them; an empty list (``--ops=``) is refused, not read as all."""
+    for flag, given in (("--models", models), ("--ops", ops), ("--points", points)):
+        if given is not None and not list(given):
+            raise ConfigError(f"{flag} names nothing; omit it to take every one of {spec.name!r}.")
     for op in ops or ():
         if op not in spec.ops:
             raise ConfigError(f"--ops names {op!r}; table {spec.name!r} has {list(spec.ops)}.")
