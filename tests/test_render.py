@@ -387,8 +387,24 @@ def test_batch_seeds_solved_steps_and_late_solvers_read_each_batchs_seeds(tmp_pa
     (root / "gate" / "add-gated" / "seeds.csv").write_text(f"{head}\n0,0,,1,0\n1,0,,1,11\n")
     assert ns["live_seeds"]("gate/add-gated") == "none"
     assert ns["live_seeds"]("gate/add-gated", "gate/add-gated") == "none in each"
+    # cells of different seeds: read on the seeds both hold (0 and 1), then each one's others;
+    # the two share their op, so each is named by its path
     assert ns["live_seeds"](cell, "gate/add-gated") == (
-        "gate/add-nalu: 0, 1, 2, 3, 4 and 6; gate/add-gated: none"
+        "gate/add-nalu: 0 and 1; gate/add-gated: none (of seeds 0–1, which every cell holds); "
+        "gate/add-nalu, seeds 2–6: 2, 3, 4 and 6"
+    )
+    # cells of different ops, named by their op: the same live seeds on the shared seeds 0–1,
+    # and the longer cell's others (seed 5 diverged)
+    _cell(root, "gate/mul-gated", _arith_summary(0, 2, 10_000))
+    (root / "gate" / "mul-gated" / "seeds.csv").write_text(f"{head}\n0,0,,0,-1\n1,0,,0,-1\n")
+    assert ns["live_seeds"]("gate/mul-gated", cell) == (
+        "0 and 1 in each (of seeds 0–1, which every cell holds); +, seeds 2–6: 2, 3, 4 and 6"
+    )
+    # seeds 0 and 2 against 0–6: on those two, × keeps 0 (2 diverged), + both
+    (root / "gate" / "mul-gated" / "seeds.csv").write_text(f"{head}\n0,0,,0,-1\n2,0,,1,5\n")
+    assert ns["live_seeds"]("gate/mul-gated", cell) == (
+        "×: 0; +: 0 and 2 (of seeds 0 and 2, which every cell holds); "
+        "+, seeds 1, 3, 4, 5 and 6: 1, 3, 4 and 6"
     )
     with pytest.raises(ValueError, match="seeds 7–9: gate/add-nalu holds none of them"):
         ns["solved_steps"](cell, (7, 9))

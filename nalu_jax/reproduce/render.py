@@ -242,15 +242,38 @@ class Renderer(
 
     def live_seeds(self, *cells) -> str:
         """The seeds that trained to the end without diverging, "12, 31 and 32" ("none" where
-        every seed diverged); of several cells, "12, 31 and 32 in each" where they agree,
-        else each cell's: "a/b: 12; a/c: 12 and 31"."""
-        live = {}
+        every seed diverged). Of several cells, read on the seeds every one holds: "12, 31 and
+        32 in each" where they agree there, else each cell's ("÷: 12; +: 12 and 31": a cell by
+        its op where that names it alone, else by its path). Where the cells hold different
+        seeds, the shared ones are named and each cell's live seeds past them follow: "12 in
+        each (of seeds 0–35, which every cell holds); −, seeds 36–51: 40"."""
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        rows = {cell: self._rows_of(cell) for cell in cells}
+        held = {cell: {int(r["seed"]) for r in rs} for cell, rs in rows.items()}
+        common = set.intersection(*held.values())
+        labels = {c: OP_LABELS.get(os.path.basename(c).split("-")[0], c) for c in cells}
+        if len(set(labels.values())) < len(cells):
+            labels = {c: c for c in cells}
+
+        def live(cell, among):
+            seeds = [r["seed"] for r in rows[cell]
+                     if int(r["seed"]) in among and not int(r.get("diverged") or 0)]  # fmt: skip
+            return and_list(seeds) if seeds else "none"
+
+        shared = {cell: live(cell, common) for cell in cells}
+        if len(set(shared.values())) == 1:
+            text = next(iter(shared.values())) + (" in each" if len(cells) > 1 else "")
+        else:
+            text = "; ".join(f"{labels[c]}: {seeds}" for c, seeds in shared.items())
+        if all(h == common for h in held.values()):
+            return text
+        text += f" (of {_seed_span(common)}, which every cell holds)"
         for cell in cells:
-            seeds = [r["seed"] for r in self._rows_of(cell) if not int(r.get("diverged") or 0)]
-            live[cell] = and_list(seeds) if seeds else "none"
-        if len(set(live.values())) == 1:
-            return next(iter(live.values())) + (" in each" if len(cells) > 1 else "")
-        return "; ".join(f"{cell}: {seeds}" for cell, seeds in live.items())
+            if held[cell] - common:
+                text += f"; {labels[cell]}, {_seed_span(held[cell] - common)}: "
+                text += live(cell, held[cell] - common)
+        return text
 
     def late_solvers(self, cell, seeds, before) -> str:
         """The seeds of ``seeds`` ``(first, last)`` in ``cell`` that solved after every solver
@@ -650,6 +673,18 @@ class _Study:
                 raise Missing(f"{self._path}/{e.args[0]}") from None
 
         return call
+
+
+def _seed_span(seeds) -> str:
+    """ "seeds 36–51" (consecutive), "seed 7", "seeds 1, 4 and 9"; "no seed" where empty."""
+    seeds = sorted(seeds)
+    if not seeds:
+        return "no seed"
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if seeds[-1] - seeds[0] == len(seeds) - 1:
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return "seeds " + and_list([str(x) for x in seeds])
 
 
 def _solved_at(rows) -> list[int]:
