@@ -55,6 +55,14 @@ def write(cell: str) -> str:
 
 def main(argv=None) -> int:
     cells = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in cells):
+        print(__doc__.strip())
+        return 0
+    flags = [a for a in cells if a.startswith("-")]
+    if flags:
+        print(f"{flags[0]}: this command takes no flags, only results/ cell directories.",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if not cells:
         print(
             "give one or more results/ cell directories of recurrent or arithmetic runs.",

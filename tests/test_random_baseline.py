@@ -69,6 +69,14 @@ def test_a_cell_of_another_experiment_is_refused(tmp_path, capsys):
     assert launcher.main([str(cell)]) == 2
     assert "needs recurrent or arithmetic" in capsys.readouterr().err
     assert launcher.main([str(tmp_path / "missing")]) == 2
+    capsys.readouterr()
+    # a flag is not a cell: --help prints the usage, any other is refused
+    assert launcher.main([str(cell), "--help"]) == 0
+    assert capsys.readouterr().out.startswith("The NALU paper's random baseline")
+    assert launcher.main(["--workdir=x", str(cell)]) == 2
+    assert capsys.readouterr().err == (
+        "--workdir=x: this command takes no flags, only results/ cell directories.\n"
+    )
 
 
 def test_a_cell_extended_by_a_batch_gets_the_new_seeds_baseline(tmp_path):
