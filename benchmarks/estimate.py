@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks import non_positive
+from benchmarks import refuse_non_positive
 
 
 def measure(config, calibration_steps: int) -> dict:
@@ -56,9 +56,7 @@ def main(argv=None) -> int:
     p.add_argument("--calibration_steps", type=int, default=1_000)
     p.add_argument("--repeat", type=int, default=1)
     opts = p.parse_args(argv)
-    if refusal := non_positive(opts, ("seeds", "steps", "calibration_steps", "repeat")):
-        print(refusal, file=sys.stderr)
-        return 2
+    refuse_non_positive(opts, ("seeds", "steps", "calibration_steps", "repeat"))
     from nalu_jax.config import ConfigError
     from nalu_jax.reproduce import cells, specs
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks import non_positive
+from benchmarks import refuse_non_positive
 
 DEFAULT_TABLE = "iclr2020-range"
 
@@ -126,9 +126,7 @@ def main(argv=None) -> int:
                    help="steps between checkpoints (default: the config's)")  # fmt: skip
     p.add_argument("--no_alone", action="store_true", help="skip the program-alone figure")
     opts = p.parse_args(argv)
-    if refusal := non_positive(opts, ("seeds", "steps", "eval_every", "checkpoint_every")):
-        print(refusal, file=sys.stderr)
-        return 2
+    refuse_non_positive(opts, ("seeds", "steps", "eval_every", "checkpoint_every"))
     from nalu_jax.config import ConfigError
 
     try:
