@@ -232,13 +232,11 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     parser.add_argument("--kernels", type=int, default=0, help="trace: list the N costliest")
     args = parser.parse_args()
-    refuse_non_positive(args, ("steps", "repeat"))
+    refuse_non_positive(args, ("seeds", "steps", "repeat"))
     from nalu_jax.models import MODELS
 
     every = SINGLE_MODULE_UNITS if args.task == "single_module" else list(MODELS)
     models = list(every) if args.models == "all" else args.models.split(",")
-    if args.seeds is not None and args.seeds <= 0:
-        parser.error(f"--seeds must be a positive count, not {args.seeds}.")
     seeds = {}
     for m in models:  # before any compile: a bad --seeds is one sentence, exit status 2
         # a fresh config for each call: engine_block resolves its seed block in place, and

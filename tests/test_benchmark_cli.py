@@ -106,7 +106,7 @@ def test_profile_step_default_seeds_fill_the_seed_block():
 
 
 def test_profile_step_non_positive_seeds():
-    _refuses("benchmarks.profile_step", [(("--seeds", "0"), "--seeds must be a positive count")])
+    _refuses("benchmarks.profile_step", [(("--seeds", "0"), "--seeds must be a positive integer.")])
 
 
 @pytest.mark.parametrize(

@@ -270,9 +270,8 @@ class Renderer(
             return text
         text += f" (of {_seed_span(common)}, which every cell holds)"
         for cell in cells:
-            if held[cell] - common:
-                text += f"; {labels[cell]}, {_seed_span(held[cell] - common)}: "
-                text += live(cell, held[cell] - common)
+            if extra := held[cell] - common:
+                text += f"; {labels[cell]}, {_seed_span(extra)}: {live(cell, extra)}"
         return text
 
     def late_solvers(self, cell, seeds, before) -> str:
