@@ -22,7 +22,14 @@ from nalu_jax.experiments import EXPERIMENTS, experiment_of
 from nalu_jax.experiments.arithmetic import validate
 from nalu_jax.units import UNITS, make_unit
 from nalu_jax.units.precision import matmul_precision, use_matmul_precision
-from tools.precision_audit import CASES, below, contractions, experiment_programs, unit_programs
+from tools.precision_audit import (
+    CASES,
+    below,
+    contractions,
+    experiment_programs,
+    main,
+    unit_programs,
+)
 
 DOT = (
     "%0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], "
@@ -140,6 +147,21 @@ def test_bad_matmul_precision_is_one_sentence(value):
     config.matmul_precision = value
     with pytest.raises(ConfigError, match=r"^matmul_precision must be one of \['highest', "):
         validate(config)
+
+
+@pytest.mark.parametrize(
+    "argv, expect",
+    [
+        (["--matmul_precision=fp32"], "argument --matmul_precision: invalid choice: 'fp32'"),
+        (["--only=arithmetic_nmu,nope"], "--only: unknown cases ['nope']; known: "),
+    ],
+)
+def test_the_tools_bad_input_is_refused_before_anything_is_lowered(capsys, argv, expect):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("usage: ") and expect in err[-1]
 
 
 @pytest.mark.parametrize("precision", ["highest", "default"])
