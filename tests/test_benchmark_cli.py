@@ -134,6 +134,15 @@ def test_a_count_below_one_is_one_sentence_before_anything_runs(module, args, fl
     assert out.err.splitlines() == [f"--{flag} must be a positive integer."] and out.out == ""
 
 
+def test_repro_init_hang_takes_no_flags(capsys):
+    from tools import repro_init_hang
+
+    with pytest.raises(SystemExit) as e:  # before its two minutes of child processes
+        repro_init_hang.main(["--seeds", "4"])
+    assert e.value.code == 2
+    assert "unrecognized arguments: --seeds 4" in capsys.readouterr().err
+
+
 def test_non_positive_reads_scalars_lists_and_unset_fields():
     from argparse import Namespace
 

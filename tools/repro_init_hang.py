@@ -14,6 +14,7 @@ upgrade. The run loop does not hit it: ``loop.init_in_blocks`` initialises
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -50,7 +51,11 @@ def case(hidden: int, seeds: int, timeout: float) -> str:
     return "finishes"
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    # no options: --help prints the docstring, anything else is refused before a case runs
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     for hidden, seeds in ((16, 10), (32, 10)):
         print(f"baseline_hidden={hidden}, {seeds} seeds: {case(hidden, seeds, 60.0)}", flush=True)
 
