@@ -19,8 +19,6 @@ import argparse
 import re
 import sys
 
-from nalu_jax.config import MATMUL_PRECISIONS
-
 #: Precision names by strength (JAX's aliases: float32 = highest, tensorfloat32 = high, ...)
 RANK = {"DEFAULT": 0, "HIGH": 1, "HIGHEST": 2}
 
@@ -160,6 +158,8 @@ def audit(names, matmul_precision: str = "highest", units: bool = True) -> dict:
 
 
 def main(argv=None) -> int:
+    from nalu_jax.config import MATMUL_PRECISIONS
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--matmul_precision", default="highest", choices=MATMUL_PRECISIONS)
     parser.add_argument("--only", default="", help="CASES names, comma-separated")
