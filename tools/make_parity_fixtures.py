@@ -10,7 +10,9 @@ reference repositories::
     /tmp/torchenv/bin/python -m tools.make_parity_fixtures --refs /tmp --out tests/parity
 
 (``--cases=nmu_no_clamp,nau_no_clamp`` writes only those files; each case draws the same
-numbers either way.)
+numbers either way.) A checkout missing under ``--refs``, an unknown case, or a Python without
+PyTorch is refused in one sentence, status 2, before anything is written; each file is written
+to a temporary file renamed over the old one, so an interrupted run leaves whole fixtures.
 
 Each repository's ``stable_nalu`` package is imported without its ``__init__`` (which pulls in
 datasets and TensorBoard); ``tensorboardX``/``torchvision``/``tensorflow`` are stubbed in
@@ -34,9 +36,15 @@ import sys
 import types
 
 import numpy as np
-import torch
 
-torch.set_default_dtype(torch.float64)
+try:
+    import torch
+except ModuleNotFoundError:  # refused in main, after the flags: --help works without it
+    torch = None
+else:
+    torch.set_default_dtype(torch.float64)
+# the reference wrappers' base class; never instantiated without PyTorch (main refuses first)
+_Module = object if torch is None else torch.nn.Module
 
 IN, OUT, BATCH, LR = 3, 2, 6, 0.1
 REPOS = {"sn": "stable-nalu", "nb": "nalm-benchmark", "nd": "nalm-division"}
@@ -65,7 +73,7 @@ def load_layers(root: str, repo: str):
 # ------------------------------------------------------------------ reference wrappers
 
 
-class LogSpace(torch.nn.Module):
+class LogSpace(_Module):
     """The stable-nalu network's ``--nac-mul normal``: exp(layer(log(|x| + ε)))."""
 
     def __init__(self, layer, eps=1e-7):
@@ -310,7 +318,7 @@ CASES = {
 }
 
 
-class TorchBaseline(torch.nn.Module):
+class TorchBaseline(_Module):
     """Baselines the stable-nalu ``BasicLayer`` lacks, from ``torch.nn.functional``."""
 
     def __init__(self, activation):
@@ -583,6 +591,28 @@ def run_case(refs, name: str, case: dict, kind_w: str, kind_x: str, rng) -> dict
     return out
 
 
+def checkout(refs: str, repo: str) -> str | None:
+    """The checkout of ``repo`` under ``refs`` (``refs/repo`` or ``refs/ref-repo``, the one
+    holding a ``stable_nalu`` package), or None."""
+    for path in (os.path.join(refs, repo), os.path.join(refs, "ref-" + repo)):
+        if os.path.isdir(os.path.join(path, "stable_nalu")):
+            return path
+    return None
+
+
+def write_fixture(path: str, flat: np.ndarray, meta: dict) -> None:
+    """One fixture file, written whole or not at all: into a temporary file beside ``path``,
+    then renamed over it (an interrupted run leaves the previous fixture, not half a file)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, data=flat, meta=np.asarray(json.dumps(meta)))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--refs", required=True, help="directory holding the three checkouts")
@@ -594,17 +624,25 @@ def main(argv=None) -> None:
     unknown = sorted(set(only) - set(CASES))
     if unknown:
         ap.error(f"--cases names {unknown}; cases: {sorted(CASES)}")
+    needed = {case["repo"] for name, case in CASES.items() if not only or name in only}
+    checkouts = {key: checkout(args.refs, repo) for key, repo in REPOS.items() if key in needed}
+    for key, path in checkouts.items():
+        if path is None:
+            ap.error(
+                f"--refs {args.refs!r} holds no {REPOS[key]} checkout (a {REPOS[key]} or "
+                f"ref-{REPOS[key]} directory with its stable_nalu package); clone it there."
+            )
+    if torch is None:
+        ap.error(
+            "PyTorch is not installed in this Python: run the tool with the separate "
+            "environment this module's docstring sets up (pip install torch==2.13.0 numpy scipy)."
+        )
     for stub in ("tensorboardX", "torchvision", "tensorflow"):
         _stub(stub)
-    refs = {}
-    needed = {case["repo"] for name, case in CASES.items() if not only or name in only}
-    for key, repo in REPOS.items():
-        if key not in needed:
-            continue
-        path = os.path.join(args.refs, repo)
-        if not os.path.isdir(os.path.join(path, "stable_nalu")):
-            path = os.path.join(args.refs, "ref-" + repo)
-        refs[key] = load_layers(os.path.dirname(path), os.path.basename(path))
+    refs = {
+        key: load_layers(os.path.dirname(path), os.path.basename(path))
+        for key, path in checkouts.items()
+    }
     os.makedirs(args.out, exist_ok=True)
     for i, (name, case) in enumerate(CASES.items()):
         if only and name not in only:
@@ -637,9 +675,7 @@ def main(argv=None) -> None:
             offset += v.size
         meta["layout"] = layout
         flat = np.concatenate([v.ravel() for v in arrays.values()])
-        np.savez_compressed(
-            os.path.join(args.out, f"{name}.npz"), data=flat, meta=np.asarray(json.dumps(meta))
-        )
+        write_fixture(os.path.join(args.out, f"{name}.npz"), flat, meta)
         print(f"{name}: {len(combos)} combinations")
 
 
