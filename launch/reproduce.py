@@ -19,11 +19,11 @@ training it prints the estimated wall time from a short calibration run per mode
 only rewrites the table (e.g. after ``launch/slurm.py`` jobs); ``--plan_only`` prints what each
 cell would do (skip, extend, run), its seed-steps and the estimated times, and trains no cell
 (the estimate times a short scratch run per model; ``--calibration_steps=0``: the GPU estimate
-alone). ``--check=OP-MODEL`` (or, without
-``--table``, ``--check=GROUP/CELL`` of any committed cell) re-runs the
-first ``--seeds`` (default 2) seeds of that committed cell at its committed protocol in
-``--workdir`` (default: a temporary directory) and compares them with the committed rows
-(``nalu_jax.reproduce.check``); exit status 1 when they differ.
+alone). ``--check=OP-MODEL`` (or, without ``--table``, ``--check=GROUP/CELL`` of any
+committed cell) re-runs the first ``--seeds`` (default 2) seeds of that committed cell at its
+committed protocol in ``--workdir`` (default: a temporary directory, removed unless the rows
+differ) and compares them with the committed rows (``nalu_jax.reproduce.check``); exit status
+1 when they differ.
 
 Committed results: a run at the table's own protocol (its iterations and evaluation; fewer
 seeds than the paper's are fine) commits its finished cells to the checkout's ``results/`` by

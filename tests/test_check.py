@@ -132,6 +132,31 @@ def test_tolerance_keeps_verdicts_exact_and_numbers_close():
     assert len(check_lib.compare_rows([row], [flipped], exact=False)) == 1
 
 
+def test_a_temporary_rerun_is_removed_unless_its_rows_differ(committed, tmp_path, monkeypatch):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where mkdtemp puts the re-run
+    lines = []
+    run = lambda: check_lib.check("iclr2020-arithmetic", "add-nau", seeds=1, root=committed,
+                                  calibration_steps=0, progress=False, log=lines.append)  # fmt: skip
+    assert run() and list(scratch.iterdir()) == []  # identical: nothing left behind
+    path = os.path.join(committed, "iclr2020-arithmetic", "add-nau", "seeds.csv")
+    original = open(path).read()
+    mse = read_csv(path)[0]["extrapolation_mse"]
+    try:
+        with open(path, "w") as f:
+            f.write(original.replace(mse, repr(float(mse) * (1 + 1e-6)), 1))
+        assert not run()
+    finally:
+        with open(path, "w") as f:
+            f.write(original)
+    (kept,) = scratch.iterdir()  # a difference: the re-run stays, and the log says where
+    assert kept.name.startswith("nalu-check-add-nau-") and (kept / "seeds.csv").exists()
+    assert lines[-1] == f"  the re-run stays in {kept}"
+
+
 def test_never_writes_into_results_and_names_bad_input(committed, tmp_path):
     inside = os.path.join(committed, "scratch")
     with pytest.raises(ConfigError, match="lies inside"):

@@ -188,9 +188,10 @@ def check(
     """Re-run the first ``seeds`` seeds of committed cell ``root/table/key`` (or ``root/key``
         without a table, e.g. ``recurrent/add/nau``; ``root``: the checkout's ``results/``, or
     ``./results`` for a registered table's cell) in
-        ``workdir`` (default: a new temporary directory; never inside ``root``), print the
-        estimated time first (a timing run of ``calibration_steps``, 0: none), then compare; True
-        when they agree."""
+        ``workdir`` (default: a new temporary directory, removed afterwards unless the rows
+        differ; never inside ``root``), print the estimated time first (a timing run of
+        ``calibration_steps``, 0: none), then compare; True when they agree."""
+    import shutil
     import tempfile
     import time
 
@@ -213,48 +214,58 @@ def check(
     committed = results.read_json(os.path.join(cell_dir, "config.json"))
     if not 1 <= seeds <= int(committed["num_seeds"]):
         raise ConfigError(f"--seeds must be 1 to {committed['num_seeds']}, the cell's seeds.")
+    temporary = workdir is None
     workdir = os.path.abspath(
         workdir or tempfile.mkdtemp(prefix=f"nalu-check-{key.replace(os.sep, '-')}-")
     )
     if os.path.commonpath([workdir, root]) == root:
         raise ConfigError(f"--workdir {workdir} lies inside {root}; a check never writes there.")
-    steps = int(committed["num_steps"])
-    base = specs.cell_config(*in_table, num_steps=steps) if in_table else None
-    config = committed_config(committed, seeds, base)
-    first = int(config.first_seed)
-    checked = list(range(first, first + seeds))
-    provenance = results.read_json(os.path.join(cell_dir, "provenance.json"))
-    machines = [batch_of(provenance, s)["machine"] for s in checked]
-    here = results.machine()
-    # a batch that records no vector width is judged by its CPU's name alone, as before
-    unrecorded = any(m.get("platform") == "cpu" and "vector_width" not in m for m in machines)
-    theirs = {platform_of(m) for m in machines}
-    ours = platform_of(here, vector_width=not unrecorded)
-    exact = theirs == {ours}
-    log(f"checking {name} ({os.path.relpath(cell_dir)}): seeds {first}–{checked[-1]} "
-        f"at its committed protocol, {int(config.num_steps):,} steps, in {workdir}")  # fmt: skip
-    log(f"  {blocks_note(config, len(jax.local_devices()))}")
-    if calibration_steps:
-        timing = cells_lib.calibrate(config, calibration_steps)
-        log(f"  estimated wall time on this machine: "
-            f"{cells_lib.duration(cells_lib.estimate_s(config, timing))}")  # fmt: skip
-    log(
-        f"  committed on {', '.join(sorted(theirs))}; this machine: {ours}; "
-        + ("the rows must be identical" if exact else TOLERANCE_TEXT)
-    )
-    if exact and unrecorded and here.get("vector_width"):
-        log(f"  (the committed batch records no vector width; this machine's XLA:CPU uses "
-            f"{here['vector_width']}-bit vectors: where the batch's CPU used others, sequential "
-            f"MNIST's and the identity task's reductions differ in the last bits, the "
-            f"arithmetic tasks' do not)")  # fmt: skip
-    t0 = time.perf_counter()
-    run(experiment_of(config), config, workdir, progress=progress)
-    rows, diffs = compare_cell(cell_dir, workdir, checked, exact)
-    took = cells_lib.duration(time.perf_counter() - t0)
-    for d in diffs:
-        log(f"  {d}")
-    how = "identical" if exact else "within the tolerance"
-    verdict = "differ" if diffs else how
-    log(f"{name}: {rows} committed rows of seeds {first}–{checked[-1]} {verdict} "
-        f"({len(diffs)} differences; re-run took {took})")  # fmt: skip
+    diffs = None
+    try:
+        steps = int(committed["num_steps"])
+        base = specs.cell_config(*in_table, num_steps=steps) if in_table else None
+        config = committed_config(committed, seeds, base)
+        first = int(config.first_seed)
+        checked = list(range(first, first + seeds))
+        provenance = results.read_json(os.path.join(cell_dir, "provenance.json"))
+        machines = [batch_of(provenance, s)["machine"] for s in checked]
+        here = results.machine()
+        # a batch that records no vector width is judged by its CPU's name alone, as before
+        unrecorded = any(m.get("platform") == "cpu" and "vector_width" not in m for m in machines)
+        theirs = {platform_of(m) for m in machines}
+        ours = platform_of(here, vector_width=not unrecorded)
+        exact = theirs == {ours}
+        log(f"checking {name} ({os.path.relpath(cell_dir)}): seeds {first}–{checked[-1]} "
+            f"at its committed protocol, {int(config.num_steps):,} steps, in {workdir}")  # fmt: skip
+        log(f"  {blocks_note(config, len(jax.local_devices()))}")
+        if calibration_steps:
+            timing = cells_lib.calibrate(config, calibration_steps)
+            log(f"  estimated wall time on this machine: "
+                f"{cells_lib.duration(cells_lib.estimate_s(config, timing))}")  # fmt: skip
+        log(
+            f"  committed on {', '.join(sorted(theirs))}; this machine: {ours}; "
+            + ("the rows must be identical" if exact else TOLERANCE_TEXT)
+        )
+        if exact and unrecorded and here.get("vector_width"):
+            log(f"  (the committed batch records no vector width; this machine's XLA:CPU uses "
+                f"{here['vector_width']}-bit vectors: where the batch's CPU used others, sequential "
+                f"MNIST's and the identity task's reductions differ in the last bits, the "
+                f"arithmetic tasks' do not)")  # fmt: skip
+        t0 = time.perf_counter()
+        run(experiment_of(config), config, workdir, progress=progress)
+        rows, diffs = compare_cell(cell_dir, workdir, checked, exact)
+        took = cells_lib.duration(time.perf_counter() - t0)
+        for d in diffs:
+            log(f"  {d}")
+        how = "identical" if exact else "within the tolerance"
+        verdict = "differ" if diffs else how
+        log(f"{name}: {rows} committed rows of seeds {first}–{checked[-1]} {verdict} "
+            f"({len(diffs)} differences; re-run took {took})")  # fmt: skip
+    finally:
+        # a temporary re-run cannot be resumed (the next check starts in a new directory):
+        # kept only when its rows differ from the committed ones, to be looked at
+        if temporary and diffs:
+            log(f"  the re-run stays in {workdir}")
+        elif temporary:
+            shutil.rmtree(workdir, ignore_errors=True)
     return not diffs
