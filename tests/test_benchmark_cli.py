@@ -143,6 +143,38 @@ def test_repro_init_hang_takes_no_flags(capsys):
     assert "unrecognized arguments: --seeds 4" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("module", ["tools.check_identity", "tools.compare_throughput"])
+def test_against_that_names_no_commit_is_refused_before_anything_is_created(
+    module, tmp_path, monkeypatch, capsys
+):
+    import importlib
+    import tempfile
+
+    main = importlib.import_module(module).main
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where its worktree would go
+    for rev in ("deadbeef", "no-such-branch", "HEAD:README.md"):  # the last is a file, not a commit
+        monkeypatch.setattr(sys, "argv", [module, f"--against={rev}"])
+        with pytest.raises(SystemExit) as e:
+            main()
+        assert e.value.code == 2
+        *usage, error = capsys.readouterr().err.strip().splitlines()
+        assert usage[0].startswith("usage: ")
+        assert error.endswith(
+            f"error: --against {rev!r} names no commit of the checkout at {ROOT}."
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_commit_or_refuse_resolves_a_commit_to_its_hash():
+    import argparse
+    import subprocess
+
+    from tools import commit_or_refuse
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    assert commit_or_refuse(argparse.ArgumentParser(), "HEAD") == head.stdout.strip()
+
+
 def test_non_positive_reads_scalars_lists_and_unset_fields():
     from argparse import Namespace
 

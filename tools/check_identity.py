@@ -8,8 +8,10 @@ A refactor proves itself by giving the same per-seed results as the commit befor
 script checks out ``--against`` into a temporary git worktree, runs every case below there and
 in this working tree (same Python, same machine, ``--progress=false``, a private threshold
 cache each), and compares ``seeds.csv`` and ``metrics.jsonl`` (plus the other per-seed files a
-case lists) byte for byte. It prints one line per case and file, and exits 1 if any differs.
-Not run by CI (it takes a few minutes); a developer tool.
+case lists) byte for byte. It prints one line per case and file, and exits 1 if any differs;
+the outputs are removed at the end unless ``--keep`` names where to keep them. An
+``--against`` that names no commit is refused (status 2) before anything is created. Not run
+by CI (it takes a few minutes); a developer tool.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tools import CHECKOUT as HERE
+from tools import commit_or_refuse
 
 
 def _path(tree: str) -> str:
@@ -158,16 +161,17 @@ def main() -> int:
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {sorted(CASES)}")
+    against = commit_or_refuse(parser, opts.against)
     root = opts.keep or tempfile.mkdtemp(prefix="nalu-identity-")
     old_tree = os.path.join(root, "tree-against")
     if os.path.exists(old_tree):
         subprocess.run(["git", "worktree", "remove", "--force", old_tree], cwd=HERE, check=False)
-    subprocess.run(
-        ["git", "worktree", "add", "--detach", old_tree, opts.against],
-        cwd=HERE, check=True, capture_output=True,
-    )  # fmt: skip
     differ = 0
     try:
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", old_tree, against],
+            cwd=HERE, check=True, capture_output=True,
+        )  # fmt: skip
         for name in names:
             args, files = CASES[name]
             for side, tree in (("against", old_tree), ("here", HERE)):
@@ -184,6 +188,8 @@ def main() -> int:
                 print(f"{name:28s} {f:28s} {'identical' if same else 'DIFFERS'}", flush=True)
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", old_tree], cwd=HERE, check=False)
+        if not opts.keep:  # the outputs were only for this comparison
+            shutil.rmtree(root, ignore_errors=True)
     print(f"{differ} file(s) differ" if differ else "all identical")
     return 1 if differ else 0
 

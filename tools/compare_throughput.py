@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 from benchmarks import refuse_non_positive
-
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tools import CHECKOUT as HERE
+from tools import commit_or_refuse
 
 
 def _path(tree: str) -> str:
@@ -56,11 +57,12 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     opts = parser.parse_args()
     refuse_non_positive(opts, ("seeds", "steps", "repeats"))
+    against = commit_or_refuse(parser, opts.against)
     old = tempfile.mkdtemp(prefix="nalu-throughput-")
-    subprocess.run(["git", "worktree", "add", "--detach", old, opts.against], cwd=HERE,
-                   check=True, capture_output=True)  # fmt: skip
     best = {}
     try:
+        subprocess.run(["git", "worktree", "add", "--detach", old, against], cwd=HERE,
+                       check=True, capture_output=True)  # fmt: skip
         for seeds in opts.seeds:
             for _ in range(opts.repeats):
                 for side, tree in (("against", old), ("here", HERE)):
@@ -70,6 +72,7 @@ def main() -> int:
                     best[key] = max(best.get(key, 0.0), record["seed_steps_per_s"])
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", old], cwd=HERE, check=False)
+        shutil.rmtree(old, ignore_errors=True)  # had the worktree not been added
     print("| seeds | against (best) | here (best) | here / against |")
     print("|---|---|---|---|")
     for seeds in opts.seeds:
