@@ -82,6 +82,10 @@ def test_a_missing_path_is_refused_and_the_document_left_as_it_was(tmp_path, cap
         assert out.read_text() == "the committed document\n"
     assert render.main([*ok[:-1], str(tmp_path / "absent.md"), "--check"]) == 2
     assert capsys.readouterr().err.strip() == f"--out: {tmp_path / 'absent.md'} is not a file."
+    nowhere = tmp_path / "no" / "dir" / "doc.md"  # written without --check: was a traceback
+    assert render.main([*ok[:-1], str(nowhere)]) == 2
+    assert capsys.readouterr().err.strip() == f"--out: {nowhere} lies in no existing directory."
+    assert not (tmp_path / "no").exists()
 
 
 @pytest.mark.parametrize(

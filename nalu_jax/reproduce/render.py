@@ -755,6 +755,9 @@ def main(argv=None) -> int:
         if not (os.path.isdir if kind == "directory" else os.path.isfile)(path):
             print(f"{flag}: {path} is not a {kind}.", file=sys.stderr)
             return 2
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):  # written without --check
+        print(f"--out: {args.out} lies in no existing directory.", file=sys.stderr)
+        return 2
     text = render(args.template, args.results)
     if args.check:
         with open(args.out) as f:
