@@ -72,9 +72,14 @@ def main(argv) -> None:
     from nalu_jax.engine.run import run
     from nalu_jax.experiments import experiment_of
     from nalu_jax.reproduce import results
+    from nalu_jax.runtime.workdir import refuse_unwritable
 
     rows = []
     configs = cli.model_configs(base, _MODELS.value)  # every name checked before any training
+    with cli.reported_errors():  # and where the runs and their cells go
+        refuse_unwritable("--workdir", _WORKDIR.value)
+        if _RESULTS.value:
+            refuse_unwritable("--results", _RESULTS.value)
     for model, config in zip(_MODELS.value, configs, strict=True):
         # λ̂, lr and other per-model defaults resolve from the name
         print(f"== {model}", flush=True)

@@ -144,6 +144,7 @@ def main(argv) -> None:
     logging.set_verbosity(logging.WARNING)
     from nalu_jax import reproduce
     from nalu_jax.reproduce import cells
+    from nalu_jax.runtime.workdir import refuse_unwritable
 
     if _REPORT_ONLY.value and _PLAN_ONLY.value:
         fail("--report_only and --plan_only exclude each other: one writes, one only prints.")
@@ -168,6 +169,10 @@ def main(argv) -> None:
                 "(--ops/--models/--points name others)."
             )
         results, where = _results_root()
+        # before the calibration and the first cell: a results root is written after its cell
+        refuse_unwritable("--workdir", _WORKDIR.value)
+        if results and not _PLAN_ONLY.value:
+            refuse_unwritable("--results", results)
         if _REPORT_ONLY.value:
             spec = reproduce.specs.with_extra(reproduce.table(_TABLE.value), _EXTRA.value)
             rows = reproduce.write(spec, _WORKDIR.value)

@@ -55,8 +55,11 @@ def main(argv) -> None:
     from nalu_jax.experiments import experiment_of, train_and_evaluate
     from nalu_jax.reproduce import results
     from nalu_jax.runtime import distributed
+    from nalu_jax.runtime.workdir import refuse_unwritable
 
     with cli.reported_errors():
+        if _RESULTS.value:  # committed after the training: checked before it
+            refuse_unwritable("--results", _RESULTS.value)
         distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
         # "auto" resolved once the processes are known: the config compared and recorded
         experiment_of(config).validate(config)

@@ -69,6 +69,20 @@ def release(workdir: str, name: str = LOCK, remove: bool = False) -> None:
         os.close(fd)
 
 
+def refuse_unwritable(flag: str, path: str) -> None:
+    """A ``ConfigError`` naming ``flag`` unless ``path`` is, or can be made, a directory this
+    process writes into: its nearest existing ancestor must be a writable directory. Creates
+    nothing: a command checks its output paths before any training, not when it first writes
+    (which, for a results root, is after the training)."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ConfigError(f"{flag}={path} cannot be a directory: {probe} is a file.")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag}={path} cannot be written: {probe} is not writable.")
+
+
 def prepare_workdir(workdir: str, config, overwrite: bool = False, proc=None) -> None:
     """Create and lock ``workdir``; refuse one that holds a run of a different config (naming
     the first field that differs) unless ``overwrite``, which always starts clean.
