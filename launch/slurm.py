@@ -172,12 +172,14 @@ def main(argv) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
     from nalu_jax import reproduce
     from nalu_jax.reproduce import jobs, specs
+    from nalu_jax.runtime.workdir import refuse_unwritable
 
     try:
         spec = specs.table(_TABLE.value)
         keys = [c.key for c in specs.cells(spec, _MODELS.value, _OPS.value)]
         if not keys:
             fail("no cells selected.")
+        refuse_unwritable("--workdir", _WORKDIR.value)
         os.makedirs(_WORKDIR.value, exist_ok=True)
         workdir = os.path.abspath(_WORKDIR.value)
         common = cell_budget()

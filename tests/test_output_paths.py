@@ -1,6 +1,7 @@
-"""Where a command writes (its workdir, a results root or cell) is checked before it trains:
-a path under a file, or under a directory it cannot write, is one sentence and status 2, not
-a failed write once the training is done (a results root is first written after its cell)."""
+"""Where a command writes (its workdir, a results root or cell) is checked before it trains
+or submits: a path under a file, or under a directory it cannot write, is one sentence and
+status 2, not a failed write once the training is done (a results root is first written
+after its cell)."""
 
 import os
 import subprocess
@@ -49,7 +50,9 @@ SMOKE_CONFIG = "--config=configs/arithmetic.py:op=add,smoke"
      (["launch.compare_models", SMOKE_CONFIG, "--models=nau", "--workdir={tmp}/w",
        "--results={file}/cells"], "--results"),
      (["nalu_jax.main", SMOKE_CONFIG, "--workdir={tmp}/w", "--results={file}/cell"],
-      "--results")],
+      "--results"),
+     (["launch.slurm", "--table=iclr2020-arithmetic", "--ops=add", "--models=nau", "--smoke",
+       "--cluster=debug", "--workdir={file}/w"], "--workdir")],
 )  # fmt: skip
 def test_each_command_refuses_before_it_trains(args, flag, tmp_path):
     (tmp_path / "file").write_text("")
