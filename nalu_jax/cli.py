@@ -90,6 +90,7 @@ def model_configs(base, models) -> list:
     stack ``"nau-nmu-nau"``. A misspelled or unknown name (or a repeated one), or an
     experiment whose config has neither field, fails with one sentence, status 2, before the
     first model's run."""
+    from nalu_jax.engine import sweep
     from nalu_jax.engine.blocks import resolve_seed_block
     from nalu_jax.experiments import experiment_of
 
@@ -112,7 +113,7 @@ def model_configs(base, models) -> list:
             else:
                 config.model.name = model
             try:
-                experiment.validate(config)
+                sweep.validate(experiment, config)
             except ConfigError as e:
                 raise ConfigError(f"--models {model!r}: {e}") from None
             configs.append(resolve_seed_block(config))  # as the run records it

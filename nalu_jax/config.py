@@ -144,6 +144,17 @@ def validate_common(config, positive=()) -> None:
     lr = config.train.lr
     if lr is not None and not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
         raise ConfigError(f"train.lr must be a finite positive number, got {lr!r}.")
+    for name in NON_NEGATIVE_TRAIN:  # None: the experiment's or the unit's default
+        v = config.train.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                              or not math.isfinite(v) or v < 0):  # fmt: skip
+            raise ConfigError(f"train.{name} must be a finite number >= 0, got {v!r}.")
+
+
+#: ``config.train`` fields (all sweepable) whose value is a number >= 0 wherever it is set
+NON_NEGATIVE_TRAIN = (
+    "reg_scale", "reg_start", "reg_end", "lambda_z", "npu_beta_start", "npu_beta_end"
+)  # fmt: skip
 
 
 #: run fields added after results were committed, with the value every older run had: a config

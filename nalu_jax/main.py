@@ -51,6 +51,7 @@ def main(argv) -> None:
     # orbax logs every save at INFO and a failed background write as a traceback at ERROR;
     # nalu_jax reports what matters in one sentence (cli.reported_errors)
     logging.set_verbosity(logging.FATAL)
+    from nalu_jax.engine import sweep
     from nalu_jax.engine.blocks import resolve_seed_block
     from nalu_jax.experiments import experiment_of, train_and_evaluate
     from nalu_jax.reproduce import results
@@ -62,7 +63,7 @@ def main(argv) -> None:
             refuse_unwritable("--results", _RESULTS.value)
         distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
         # "auto" resolved once the processes are known: the config compared and recorded
-        experiment_of(config).validate(config)
+        sweep.validate(experiment_of(config), config)  # and each setting of its sweep
         resolve_seed_block(config)
     if _RESULTS.value and results.status(_RESULTS.value, config)[0] == "done":
         print(f"{_RESULTS.value} already holds this config's results; nothing to run.")

@@ -48,6 +48,54 @@ def test_a_hook_that_is_not_callable_is_refused():
         dataclasses.replace(good, sweepable=["lr"])
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "sentence"),
+    [("sweep.lr", (0.1, -1.0),
+      "sweep setting lr=-1.0: train.lr must be a finite positive number, got -1.0."),
+     ("sweep.lambda_z", (1.0, -2.0),
+      "sweep setting lambda_z=-2.0: train.lambda_z must be a finite number >= 0, got -2.0."),
+     # a value the flag parser could not read arrives as text: refused, not a traceback
+     ("sweep.reg_scale", ("(nan,)",),
+      "sweep setting reg_scale=(nan,): train.reg_scale must be a finite number >= 0, "
+      "got '(nan,)'."),
+     ("sweep.threshold_epsilon", (1e-5, 0.0),
+      "sweep setting threshold_epsilon=0.0: task.threshold_epsilon must be a finite positive "
+      "number (None: the task's default), got 0.0."),
+     ("train.reg_scale", -1.0, "train.reg_scale must be a finite number >= 0, got -1.0."),
+     ("train.reg_start", -5, "train.reg_start must be a finite number >= 0, got -5.0."),
+     ("task.threshold_samples", 0, "task.threshold_samples must be an integer >= 1, got 0."),
+     ("task.threshold_epsilon", float("nan"),
+      "task.threshold_epsilon must be a finite positive number (None: the task's default), "
+      "got nan.")],
+)  # fmt: skip
+def test_each_sweep_setting_is_checked_as_that_value_set_alone(field, value, sentence, tmp_path):
+    config = load_config("arithmetic", "smoke")
+    section, name = field.split(".")
+    with config.unlocked():
+        config[section][name] = value
+    experiment = experiment_of(config)
+    with pytest.raises(ConfigError) as e:
+        sweep.validate(experiment, config)
+    assert str(e.value) == sentence
+    with pytest.raises(ConfigError):  # a run checks the same before it claims its workdir
+        run(experiment, config, str(tmp_path / "w"), progress=False)
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_valid_sweep_passes_and_the_recurrent_task_shares_the_threshold_checks():
+    config = load_config("arithmetic", "smoke")
+    config.sweep.lr = (0.1, 0.01)
+    config.sweep.reg_scale = (0.0, 10.0)
+    sweep.validate(experiment_of(config), config)  # 4 settings, every one valid
+    # a config file of one's own may hold text where a sweep's values go
+    with pytest.raises(ConfigError, match=r"sweep.lr must be a tuple of values, e.g. \(0.1, "):
+        sweep.swept({"sweep": {"lr": "0.1,0.2"}})
+    recurrent = load_config("recurrent", "smoke")
+    recurrent.task.threshold_samples = 0
+    with pytest.raises(ConfigError, match="task.threshold_samples must be an integer >= 1"):
+        sweep.validate(experiment_of(recurrent), recurrent)
+
+
 class Stop(Exception):
     pass
 

@@ -214,7 +214,7 @@ def run(
 
 
 def _run(experiment, config, workdir: str, overwrite: bool, progress: bool, warn_budget: bool):
-    experiment.validate(config)
+    sweep.validate(experiment, config)
     resolve_seed_block(config)  # "auto": the platform's block, recorded in config.json
     apply_precision(config)  # config.precision 64: jax_enable_x64, before anything is traced
     settings = sweep.expand(config, experiment.sweepable)

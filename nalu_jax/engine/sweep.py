@@ -41,8 +41,25 @@ def swept(config, allowed=tuple(SWEEPABLE)) -> dict:
         parts = SWEEP_ZIPPED.get(name, (name,))
         if not all(p in allowed for p in parts):
             raise ConfigError(f"sweep.{name} is not sweepable here; allowed: {sorted(allowed)}.")
+        if isinstance(values, str) or not isinstance(values, tuple | list):
+            raise ConfigError(
+                f"sweep.{name} must be a tuple of values, e.g. (0.1, 0.01), got {values!r}."
+            )
         out[name] = tuple(as_tuples(v) for v in values)
     return out
+
+
+def validate(experiment, config) -> None:
+    """``experiment.validate`` of ``config`` and of each setting of its sweep: a swept value
+    is refused as the same value set alone would be, in one sentence naming the setting."""
+    experiment.validate(config)
+    for s in expand(config, experiment.sweepable):
+        if not s.values:  # nothing swept: the config itself, checked above
+            continue
+        try:
+            experiment.validate(s.config)
+        except ConfigError as e:
+            raise ConfigError(f"sweep setting {s.name}: {e}") from None
 
 
 def expand(config, allowed=tuple(SWEEPABLE)) -> list[Setting]:

@@ -198,8 +198,7 @@ def validate(config) -> None:
     tc = config.task
     positive_int("task.train_length", tc.train_length)
     positive_int("task.test_length", tc.test_length)
-    positive_int("task.threshold_samples", tc.threshold_samples)
-    arithmetic.validate_fields(config)
+    arithmetic.validate_fields(config)  # with the threshold's fields
     name = config.model.name
     try:
         known = name in UNITS  # a "module:Class" name is imported here

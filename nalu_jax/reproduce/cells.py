@@ -51,6 +51,7 @@ def configs(spec: TableSpec, cells, seeds=None, steps=None, overrides=None, item
     resolved for this platform (``engine.blocks``): what a cell's workdir and committed
     results record."""
     from nalu_jax.config import apply_overrides
+    from nalu_jax.engine import sweep
     from nalu_jax.engine.blocks import resolve_seed_block
     from nalu_jax.experiments import experiment_of
 
@@ -64,7 +65,7 @@ def configs(spec: TableSpec, cells, seeds=None, steps=None, overrides=None, item
             apply_overrides(config, items)
         # checked before any cell runs: a bad value (or an unregistered experiment) is one
         # sentence
-        experiment_of(config).validate(config)
+        sweep.validate(experiment_of(config), config)
         out[c.key] = resolve_seed_block(config)
     return out
 
