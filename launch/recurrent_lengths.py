@@ -52,6 +52,8 @@ def _lengths() -> list[int]:
         lengths = []
     if not lengths or min(lengths) < 1:
         fail(f"--lengths must be positive integers, got {','.join(_LENGTHS.value)!r}.")
+    if len(set(lengths)) < len(lengths):  # each would be simulated and tabulated twice
+        fail(f"--lengths names a length twice, got {','.join(_LENGTHS.value)!r}.")
     return lengths
 
 

@@ -56,6 +56,12 @@ def test_lengths_of_finished_runs(tmp_path):
     bad = _run("launch.recurrent_lengths", CONFIG, "--models=nau", f"--workdir={wd}",
                "--lengths=0,10", check=False)  # fmt: skip
     assert bad.returncode == 2 and "--lengths must be positive integers" in bad.stderr
+    twice = _run("launch.recurrent_lengths", CONFIG, "--models=nau", f"--workdir={wd}",
+                 "--lengths=10,100,10", check=False)  # fmt: skip
+    assert twice.returncode == 2
+    assert (
+        twice.stderr.strip() == "nalu_jax: error: --lengths names a length twice, got '10,100,10'."
+    )
     other = _run("launch.recurrent_lengths", CONFIG, "--models=nau", f"--workdir={wd}",
                  "--config.train.lr=0.5", check=False)  # fmt: skip
     assert other.returncode == 2 and "written by another config" in other.stderr
