@@ -8,6 +8,7 @@ hooks in this order, every one of them on every run (the optional ones have defa
 nothing):
 
 1. ``validate(config)``: every field a user may get wrong, as one ``ConfigError`` sentence;
+   called on the config and on each setting of its sweep (``engine.sweep.validate``);
 2. ``programs(config)``: ``[(label, config)]``, one compiled program each (default: one,
    labelled ``""``; e.g. one per activation or agent, ``nalu_jax.engine.run.programs_over``);
 3. ``population(config, settings) -> Population``: per program, the trainer every run shares,
