@@ -150,6 +150,9 @@ def main(argv) -> None:
         fail("--report_only and --plan_only exclude each other: one writes, one only prints.")
     if _REPORT_ONLY.value and cli.CONFIG_ITEMS:
         fail("--config.FIELD overrides apply to runs; --report_only runs nothing.")
+    if _REPORT_ONLY.value and not os.path.isdir(_WORKDIR.value):
+        fail(f"--report_only tabulates the cells run in --workdir, and {_WORKDIR.value} is no "
+             "directory: give the --workdir the cells ran in.")  # fmt: skip
     seeds, steps, calibration = _SEEDS.value, _STEPS.value, _CALIBRATION.value
     models, ops, points = _MODELS.value, _OPS.value, _POINTS.value
     if _SMOKE.value:

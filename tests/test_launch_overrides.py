@@ -68,7 +68,13 @@ def test_a_bad_override_is_one_sentence_before_anything_runs(script, arg, senten
     assert not (tmp_path / "w" / "cells").exists()  # nothing ran
 
 
-def test_report_only_refuses_overrides(tmp_path):
+def test_report_only_refuses_overrides_and_a_workdir_that_does_not_exist(tmp_path):
     out = launch(*TABLE, f"--workdir={tmp_path}", "--report_only", "--config.seed_block=2")
     assert out.returncode == 2
     assert "--config.FIELD overrides apply to runs; --report_only runs nothing." in out.stderr
+    out = launch(*TABLE, f"--workdir={tmp_path / 'typo'}", "--report_only")  # was status 1
+    assert out.returncode == 2 and out.stderr.strip() == (
+        f"nalu_jax: error: --report_only tabulates the cells run in --workdir, and "
+        f"{tmp_path / 'typo'} is no directory: give the --workdir the cells ran in."
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
