@@ -233,6 +233,8 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=0, help="trace: list the N costliest")
     args = parser.parse_args()
     refuse_non_positive(args, ("seeds", "steps", "repeat"))
+    if args.kernels < 0:
+        parser.error(f"--kernels must be an integer >= 0 (0: no trace), got {args.kernels}.")
     from nalu_jax.models import MODELS
 
     every = SINGLE_MODULE_UNITS if args.task == "single_module" else list(MODELS)

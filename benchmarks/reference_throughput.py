@@ -33,8 +33,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -222,12 +222,20 @@ def main() -> None:
     parser.add_argument("--ours", help="JSON lines of benchmarks/throughput.py --models")
     args = parser.parse_args()
     refuse_non_positive(args, ("processes", "iterations"))
+    # every path and name before the first reference process starts (status 2, argparse's)
+    if shutil.which(args.python) is None:
+        parser.error(f"--python: {args.python} is not an executable Python.")
     if not os.path.isfile(os.path.join(args.stable_nalu, DRIVER)):
-        sys.exit(f"--stable-nalu: {args.stable_nalu} has no {DRIVER}.")
+        parser.error(f"--stable-nalu: {args.stable_nalu} has no {DRIVER}.")
+    if args.nalm_benchmark is not None and not os.path.isdir(args.nalm_benchmark):
+        parser.error(f"--nalm-benchmark: {args.nalm_benchmark} is not a directory.")
+    for flag, path in [("--previous", p) for p in args.previous or []] + [("--ours", args.ours)]:
+        if path is not None and not os.path.isfile(path):
+            parser.error(f"{flag}: {path} is not a file.")
     models = list(REFERENCE) if args.models == "all" else args.models.split(",")
     unknown = [m for m in models if m not in REFERENCE]
     if unknown:
-        sys.exit(f"--models: no reference for {unknown}; choose from {list(REFERENCE)}.")
+        parser.error(f"--models: no reference for {unknown}; choose from {list(REFERENCE)}.")
     if args.nalm_benchmark is None:
         models = [m for m in models if REFERENCE[m][0] == "stable-nalu"]
     refs = {}

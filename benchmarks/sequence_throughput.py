@@ -195,6 +195,13 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="time the parts of each case")
     args = parser.parse_args()
     refuse_non_positive(args, ("seeds", "steps", "rounds"))
+    unknown = sorted(set(args.cases.split(",")) - set(CASES))
+    if unknown:
+        parser.error(f"--cases: unknown {unknown}; choose from {list(CASES)}.")
+    if not set(args.modes.split(",")) <= {"seeds", "batch"}:
+        parser.error(f"--modes takes seeds and/or batch, got {args.modes!r}.")
+    if args.blocks and not all(b.isdigit() and int(b) >= 1 for b in args.blocks.split(",")):
+        parser.error(f"--blocks must be positive integers, got {args.blocks!r}.")
     if args.profile:
         kinds = ("matmul", "lax") if args.cnn == "both" else (args.cnn,)
         for name in args.cases.split(","):

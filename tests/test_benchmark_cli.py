@@ -134,6 +134,36 @@ def test_a_count_below_one_is_one_sentence_before_anything_runs(module, args, fl
     assert out.err.splitlines() == [f"--{flag} must be a positive integer."] and out.out == ""
 
 
+@pytest.mark.parametrize(
+    ("module", "args", "error"),
+    [("benchmarks.sequence_throughput", ["--blocks", "0,5"],
+      "--blocks must be positive integers, got '0,5'."),
+     ("benchmarks.sequence_throughput", ["--blocks", "a"],
+      "--blocks must be positive integers, got 'a'."),
+     ("benchmarks.sequence_throughput", ["--cases", "mnist8_sum,nope"], "--cases: unknown ['nope']"),
+     ("benchmarks.sequence_throughput", ["--modes", "both"],
+      "--modes takes seeds and/or batch, got 'both'."),
+     ("benchmarks.profile_step", ["--kernels", "-1"],
+      "--kernels must be an integer >= 0 (0: no trace), got -1."),
+     ("benchmarks.reference_throughput", ["--python", "/nonexistent/python", "--stable-nalu", "."],
+      "--python: /nonexistent/python is not an executable Python."),
+     ("benchmarks.reference_throughput", ["--python", sys.executable, "--stable-nalu", "/nonexistent"],
+      "--stable-nalu: /nonexistent has no experiments/simple_function_static.py.")],
+)  # fmt: skip
+def test_a_bad_list_path_or_name_is_argparses_error_before_anything_runs(
+    module, args, error, monkeypatch, capsys
+):
+    import importlib
+
+    main = importlib.import_module(module).main
+    monkeypatch.setattr(sys, "argv", [module, *args])
+    with pytest.raises(SystemExit) as e:  # was a traceback (status 1), or status 1
+        main()
+    assert e.value.code == 2
+    *usage, last = capsys.readouterr().err.strip().splitlines()
+    assert usage[0].startswith("usage: ") and error in last and ": error: " in last
+
+
 def test_repro_init_hang_takes_no_flags(capsys):
     from tools import repro_init_hang
 
