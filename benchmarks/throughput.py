@@ -146,7 +146,9 @@ def model_names(arg: str | None, task: str = "arithmetic") -> list[str]:
     names = [n for n in arg.split(",") if n]
     unknown = [n for n in names if n not in known]
     if unknown:
-        sys.exit(f"--models: unknown {unknown}; choose from {sorted(known)} or 'all'.")
+        from nalu_jax.config import ConfigError
+
+        raise ConfigError(f"--models: unknown {unknown}; choose from {sorted(known)} or 'all'.")
     return names
 
 
@@ -183,7 +185,14 @@ def main() -> None:
         record = measure(args.seeds, args.steps, args.set, args.models, args.task)
         print(json.dumps(record), flush=True)
         return
-    models = model_names(args.models, args.task)
+    from nalu_jax.config import ConfigError
+
+    try:  # every name and --set override on every model's config, before the first run
+        models = model_names(args.models, args.task)
+        for model in models:
+            benchmark_config(model, args.set, args.task)
+    except ConfigError as e:
+        parser.error(str(e))
     sizes = [args.seeds] if args.seeds else [1, 10, 100, 1000]
     records = []
     for model in models:
