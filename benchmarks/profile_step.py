@@ -40,7 +40,7 @@ from benchmarks import refuse_non_positive
 from benchmarks.throughput import (  # the benchmarks' configs, --models and --set overrides
     TASKS,
     benchmark_config,
-    model_names,
+    refuse_bad_configs,
 )
 
 
@@ -235,20 +235,15 @@ def main() -> None:
     refuse_non_positive(args, ("seeds", "steps", "repeat"))
     if args.kernels < 0:
         parser.error(f"--kernels must be an integer >= 0 (0: no trace), got {args.kernels}.")
-    from nalu_jax.config import ConfigError
-
+    models = refuse_bad_configs(parser, args.models, args.set, args.task)
     seeds = {}
-    try:  # before any compile: an unknown model or a bad --set override, one sentence, status 2
-        models = model_names(args.models, args.task)
-        for m in models:
-            # a fresh config for each call: engine_block resolves its seed block in place, and
-            # on an accelerator "auto" depends on the seed count
-            seeds[m] = args.seeds or default_seeds(benchmark_config(m, args.set, args.task))
-            block = engine_block(benchmark_config(m, args.set, args.task), seeds[m])
-            if message := seeds_off_block(m, seeds[m], block):  # a bad --seeds too
-                parser.error(message)
-    except ConfigError as e:
-        parser.error(str(e))
+    for m in models:  # before any compile: a bad --seeds is one sentence, exit status 2
+        # a fresh config for each call: engine_block resolves its seed block in place, and
+        # on an accelerator "auto" depends on the seed count
+        seeds[m] = args.seeds or default_seeds(benchmark_config(m, args.set, args.task))
+        block = engine_block(benchmark_config(m, args.set, args.task), seeds[m])
+        if message := seeds_off_block(m, seeds[m], block):
+            parser.error(message)
     rows = []
     for m in models:
         rows.append(

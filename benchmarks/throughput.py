@@ -152,6 +152,29 @@ def model_names(arg: str | None, task: str = "arithmetic") -> list[str]:
     return names
 
 
+def refuse_bad_configs(
+    parser, models: str | None, sets, task: str = "arithmetic", steps=()
+) -> list[str]:
+    """``model_names(models, task)``, each name's config built with every ``--set`` override
+    (``benchmark_config``) and validated at each step budget of ``steps`` as ``measure`` runs
+    it: argparse's one error line, status 2, for the first unknown name, bad override or
+    budget its evaluation interval does not divide, before anything is compiled or run."""
+    from nalu_jax.config import ConfigError
+    from nalu_jax.engine import sweep
+    from nalu_jax.experiments import experiment_of
+
+    try:
+        names = model_names(models, task)
+        for model in names:
+            config = benchmark_config(model, sets, task)
+            for budget in steps:
+                config.num_steps = config.checkpoint_every = budget
+                sweep.validate(experiment_of(config), config)
+    except ConfigError as e:
+        parser.error(str(e))
+    return names
+
+
 def table(records: list[dict]) -> str:
     """Markdown: one row per model, one column per seed count (best seed-steps/s)."""
     sizes = sorted({r["seeds"] for r in records})
@@ -185,14 +208,8 @@ def main() -> None:
         record = measure(args.seeds, args.steps, args.set, args.models, args.task)
         print(json.dumps(record), flush=True)
         return
-    from nalu_jax.config import ConfigError
-
-    try:  # every name and --set override on every model's config, before the first run
-        models = model_names(args.models, args.task)
-        for model in models:
-            benchmark_config(model, args.set, args.task)
-    except ConfigError as e:
-        parser.error(str(e))
+    budgets = [args.steps] if args.steps else [20_000, 10_000]  # the loop's, by size
+    models = refuse_bad_configs(parser, args.models, args.set, args.task, budgets)
     sizes = [args.seeds] if args.seeds else [1, 10, 100, 1000]
     records = []
     for model in models:

@@ -151,6 +151,11 @@ def test_a_count_below_one_is_one_sentence_before_anything_runs(module, args, fl
      ("benchmarks.throughput", ["--set", "foo"], "an override must be field=value, got 'foo'."),
      ("benchmarks.throughput", ["--seeds", "2", "--set", "num_seeds=abc"],
       "num_seeds must be a int, got 'abc'."),
+     ("benchmarks.throughput", ["--seeds", "2", "--steps", "200"],  # was the child's traceback
+      "eval_every must divide num_steps, got eval_every=1000 and num_steps=200."),
+     ("benchmarks.floor", ["--set", "x=1"], "x is not a config field."),
+     ("tools.compare_throughput", ["--against", "HEAD", "--model", "nope"],
+      "--models: unknown ['nope']"),
      ("benchmarks.reference_throughput", ["--python", "/nonexistent/python", "--stable-nalu", "."],
       "--python: /nonexistent/python is not an executable Python."),
      ("benchmarks.reference_throughput", ["--python", sys.executable, "--stable-nalu", "/nonexistent"],

@@ -21,6 +21,7 @@ import sys
 import tempfile
 
 from benchmarks import refuse_non_positive
+from benchmarks.throughput import refuse_bad_configs
 from tools import CHECKOUT as HERE
 from tools import commit_or_refuse
 
@@ -57,6 +58,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
     opts = parser.parse_args()
     refuse_non_positive(opts, ("seeds", "steps", "repeats"))
+    refuse_bad_configs(parser, opts.model, opts.set, steps=[opts.steps])  # not in a child
     against = commit_or_refuse(parser, opts.against)
     old = tempfile.mkdtemp(prefix="nalu-throughput-")
     best = {}
