@@ -82,7 +82,7 @@ def test_each_sweep_setting_is_checked_as_that_value_set_alone(field, value, sen
     assert not (tmp_path / "w").exists()
 
 
-def test_a_valid_sweep_passes_and_the_recurrent_task_shares_the_threshold_checks():
+def test_a_valid_sweep_passes_and_the_recurrent_task_checks_its_op_and_threshold():
     config = load_config("arithmetic", "smoke")
     config.sweep.lr = (0.1, 0.01)
     config.sweep.reg_scale = (0.0, 10.0)
@@ -93,6 +93,9 @@ def test_a_valid_sweep_passes_and_the_recurrent_task_shares_the_threshold_checks
     recurrent = load_config("recurrent", "smoke")
     recurrent.task.threshold_samples = 0
     with pytest.raises(ConfigError, match="task.threshold_samples must be an integer >= 1"):
+        sweep.validate(experiment_of(recurrent), recurrent)
+    recurrent = load_config("recurrent", "op=pow,smoke")  # was a KeyError picking the readout
+    with pytest.raises(ConfigError, match=r"task.op must be one of \['add', 'sub', .*got 'pow'"):
         sweep.validate(experiment_of(recurrent), recurrent)
 
 

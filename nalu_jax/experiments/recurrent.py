@@ -198,6 +198,7 @@ def validate(config) -> None:
     tc = config.task
     positive_int("task.train_length", tc.train_length)
     positive_int("task.test_length", tc.test_length)
+    choice("task.op", tc.op, task_lib.OPS)  # the readout "auto" picks by it
     arithmetic.validate_fields(config)  # with the threshold's fields
     name = config.model.name
     try:
