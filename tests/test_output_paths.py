@@ -25,7 +25,7 @@ def test_a_path_under_a_file_or_an_unwritable_directory_is_refused(tmp_path, mon
     with pytest.raises(ConfigError) as e:
         refuse_unwritable("--results", str(tmp_path / "f" / "cell"))
     assert str(e.value) == f"--results={tmp_path / 'f' / 'cell'} cannot be a directory: " + (
-        f"{tmp_path / 'f'} is a file."
+        f"{tmp_path / 'f'} is not one."
     )
     with pytest.raises(ConfigError, match="cannot be a directory"):
         refuse_unwritable("--results", str(tmp_path / "f"))
@@ -62,6 +62,6 @@ def test_each_command_refuses_before_it_trains(args, flag, tmp_path):
     assert out.returncode == 2, out.stderr[-3000:]
     assert out.stderr.strip().splitlines() == [
         f"nalu_jax: error: {flag}={next(a.split('=', 1)[1] for a in args if a.startswith(flag))} "
-        f"cannot be a directory: {tmp_path / 'file'} is a file."
+        f"cannot be a directory: {tmp_path / 'file'} is not one."
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing ran, nothing made

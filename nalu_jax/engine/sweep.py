@@ -41,7 +41,7 @@ def swept(config, allowed=tuple(SWEEPABLE)) -> dict:
         parts = SWEEP_ZIPPED.get(name, (name,))
         if not all(p in allowed for p in parts):
             raise ConfigError(f"sweep.{name} is not sweepable here; allowed: {sorted(allowed)}.")
-        if isinstance(values, str) or not isinstance(values, tuple | list):
+        if not isinstance(values, tuple | list):  # text, a number
             raise ConfigError(
                 f"sweep.{name} must be a tuple of values, e.g. (0.1, 0.01), got {values!r}."
             )

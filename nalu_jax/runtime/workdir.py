@@ -78,7 +78,7 @@ def refuse_unwritable(flag: str, path: str) -> None:
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
-        raise ConfigError(f"{flag}={path} cannot be a directory: {probe} is a file.")
+        raise ConfigError(f"{flag}={path} cannot be a directory: {probe} is not one.")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(f"{flag}={path} cannot be written: {probe} is not writable.")
 
