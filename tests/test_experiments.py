@@ -99,6 +99,27 @@ def test_a_valid_sweep_passes_and_the_recurrent_task_checks_its_op_and_threshold
         sweep.validate(experiment_of(recurrent), recurrent)
 
 
+def test_evaluation_sets_that_cannot_fit_are_refused_before_they_are_drawn(monkeypatch):
+    from nalu_jax.engine import run as run_lib
+
+    monkeypatch.setattr(run_lib, "available_memory", lambda: 2**30)  # a host with 1 GiB free
+    static = load_config("arithmetic", "smoke")  # 100 inputs: 800 bytes per example
+    static.eval_size = 1_000_000  # 0.75 GiB: fits under 90% of 1 GiB
+    sweep.validate(experiment_of(static), static)
+    static.eval_size = 2_000_000  # 1.5 GiB: drawing it would abort the process (XLA)
+    with pytest.raises(ConfigError) as e:
+        sweep.validate(experiment_of(static), static)
+    assert str(e.value) == (
+        "eval_size=2000000 needs at least 1.5 GiB for its evaluation sets, more than the "
+        "1.0 GiB this host has available."
+    )
+    recurrent = load_config("recurrent", "smoke")  # rows: the train and test lengths
+    tc = recurrent.task
+    recurrent.eval_size = 2**30 // (4 * (tc.train_length + tc.test_length) * tc.input_size)
+    with pytest.raises(ConfigError, match=r"eval_size=\d+ needs at least 1.0 GiB"):
+        sweep.validate(experiment_of(recurrent), recurrent)
+
+
 class Stop(Exception):
     pass
 

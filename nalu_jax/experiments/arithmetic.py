@@ -79,7 +79,28 @@ def validate(config) -> None:
             f"task.kind must be 'arithmetic' or 'single_module' for experiment 'arithmetic', "
             f"got {config.task.kind!r} (the recurrent task is experiment 'recurrent')."
         )
+    check_evaluation_memory(config, rows=2)  # the validation and test sets' draws
     validate_model(config)
+
+
+def check_evaluation_memory(config, rows: int) -> None:
+    """Refuse an ``eval_size`` whose evaluation sets cannot be built in this host's memory,
+    before they are (they are drawn while the program is built, before ``engine.run``'s memory
+    check: XLA aborts the process where they do not fit). ``rows``: rows of ``input_size``
+    float32 draws per evaluation example (2 for the static task's two sets; the recurrent
+    task's sequence lengths); the sets' subset sums only add to this lower bound."""
+    from nalu_jax.engine.run import available_memory
+
+    sizes = (config.eval_size, rows, config.task.input_size)
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in sizes):
+        return  # refused by the fields' own checks
+    need = 4 * math.prod(sizes)
+    have = available_memory()
+    if need > 0.9 * have:
+        raise ConfigError(
+            f"eval_size={config.eval_size} needs at least {need / 2**30:.1f} GiB for its "
+            f"evaluation sets, more than the {have / 2**30:.1f} GiB this host has available."
+        )
 
 
 def validate_model(config) -> None:

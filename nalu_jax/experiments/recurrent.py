@@ -200,6 +200,7 @@ def validate(config) -> None:
     positive_int("task.test_length", tc.test_length)
     choice("task.op", tc.op, task_lib.OPS)  # the readout "auto" picks by it
     arithmetic.validate_fields(config)  # with the threshold's fields
+    arithmetic.check_evaluation_memory(config, rows=tc.train_length + tc.test_length)
     name = config.model.name
     try:
         known = name in UNITS  # a "module:Class" name is imported here
