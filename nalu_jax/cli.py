@@ -54,7 +54,8 @@ def _interrupted(e, again: str = AGAIN) -> str:
 @contextlib.contextmanager
 def reported_errors(again: str = AGAIN):
     """What a run can meet, as one sentence and the conventional status: a bad config value
-    (2), SIGINT/SIGTERM after saving (130/143), a failed write such as a full disk (1).
+    (2), an allocation the host cannot make (2: the sizes asked for are too large),
+    SIGINT/SIGTERM after saving (130/143), a failed write such as a full disk (1).
     ``again``: how to resume, where the same command would not (one that starts clean)."""
     from nalu_jax.engine.run import Interrupted
 
@@ -62,6 +63,11 @@ def reported_errors(again: str = AGAIN):
         yield
     except ConfigError as e:
         fail(str(e))
+    except MemoryError as e:  # numpy's names the array; checkpoints already saved are kept
+        fail(
+            f"out of memory ({e or 'an allocation failed'}): ask for less at once (fewer seeds "
+            "or evaluation examples, or more processes: --num_processes)."
+        )
     except Interrupted as e:
         fail(_interrupted(e, again), e.status)
     except OSError as e:

@@ -293,6 +293,22 @@ def test_a_failed_write_is_one_sentence_and_loses_nothing(tmp_path, monkeypatch,
     assert "resumed from the checkpoint at step 1000" in capsys.readouterr().err
 
 
+def test_an_allocation_the_host_cannot_make_is_one_sentence(capsys):
+    # e.g. sequential MNIST's --config.task.eval_sequences=1000000000: numpy's MemoryError,
+    # raised while the evaluation sequences are drawn, was a traceback
+    from nalu_jax import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        with cli.reported_errors():
+            raise MemoryError("Unable to allocate 74.5 GiB for an array with shape (10, 10)")
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "nalu_jax: error: out of memory (Unable to allocate 74.5 GiB for an array with shape "
+        "(10, 10)): ask for less at once (fewer seeds or evaluation examples, or more "
+        "processes: --num_processes)."
+    ]
+
+
 def test_a_second_live_process_is_refused_and_a_dead_ones_lock_is_taken(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from nalu_jax.runtime.workdir import lock; "
