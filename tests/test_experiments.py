@@ -100,9 +100,9 @@ def test_a_valid_sweep_passes_and_the_recurrent_task_checks_its_op_and_threshold
 
 
 def test_evaluation_sets_that_cannot_fit_are_refused_before_they_are_drawn(monkeypatch):
-    from nalu_jax.engine import run as run_lib
+    from nalu_jax.experiments import arithmetic
 
-    monkeypatch.setattr(run_lib, "available_memory", lambda: 2**30)  # a host with 1 GiB free
+    monkeypatch.setattr(arithmetic, "available_memory", lambda: 2**30)  # a host with 1 GiB free
     static = load_config("arithmetic", "smoke")  # 100 inputs: 800 bytes per example
     static.eval_size = 1_000_000  # 0.75 GiB: fits under 90% of 1 GiB
     sweep.validate(experiment_of(static), static)

@@ -30,7 +30,7 @@ from nalu_jax import tasks as task_lib
 from nalu_jax.config import SWEEPABLE as ALL_SWEEPABLE
 from nalu_jax.config import ConfigError, as_tuples, positive_int, prefix, validate_common
 from nalu_jax.engine import sweep, train
-from nalu_jax.engine.run import Outcome, Population
+from nalu_jax.engine.run import Outcome, Population, available_memory
 from nalu_jax.experiments import arithmetic_report as report
 from nalu_jax.experiments.contract import Experiment
 from nalu_jax.models.arithmetic import (
@@ -89,8 +89,6 @@ def check_evaluation_memory(config, rows: int) -> None:
     check: XLA aborts the process where they do not fit). ``rows``: rows of ``input_size``
     float32 draws per evaluation example (2 for the static task's two sets; the recurrent
     task's sequence lengths); the sets' subset sums only add to this lower bound."""
-    from nalu_jax.engine.run import available_memory
-
     sizes = (config.eval_size, rows, config.task.input_size)
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in sizes):
         return  # refused by the fields' own checks
