@@ -166,13 +166,19 @@ def test_a_bad_list_path_or_name_is_argparses_error_before_anything_runs(
 ):
     import importlib
 
+    from nalu_jax.units import UNITS
+
     main = importlib.import_module(module).main
     monkeypatch.setattr(sys, "argv", [module, *args])
+    units = set(UNITS)
     with pytest.raises(SystemExit) as e:  # was a traceback (status 1), or status 1
         main()
     assert e.value.code == 2
     *usage, last = capsys.readouterr().err.strip().splitlines()
     assert usage[0].startswith("usage: ") and error in last and ": error: " in last
+    # in this process: a refusal registers no unit (floor's probes would, and other tests
+    # of this worker read the registry)
+    assert set(UNITS) == units
 
 
 def test_repro_init_hang_takes_no_flags(capsys):
