@@ -68,6 +68,15 @@ def positive_int(name, value, minimum=1):
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}.")
 
 
+def finite_number(name, value, *, zero: bool = False, note: str = "") -> None:
+    """ConfigError naming the field ``name`` unless ``value`` is a finite number > 0 (>= 0 with
+    ``zero``); ``note`` goes after the rule (e.g. what ``None`` means where it is allowed)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value < 0 or (value == 0 and not zero)):  # fmt: skip
+        rule = "number >= 0" if zero else "positive number"
+        raise ConfigError(f"{name} must be a finite {rule}{note}, got {value!r}.")
+
+
 def check_seed_block(value) -> str | int:
     """``value`` as ``"auto"`` or an integer >= 1 (digits as text count: a copied config's
     field keeps the type of ``"auto"``, so an override of it arrives as text), else a
@@ -141,14 +150,11 @@ def validate_common(config, positive=()) -> None:
         )
     if config.checkpoint_every is not None:
         positive_int("checkpoint_every", config.checkpoint_every)
-    lr = config.train.lr
-    if lr is not None and not (isinstance(lr, int | float) and math.isfinite(lr) and lr > 0):
-        raise ConfigError(f"train.lr must be a finite positive number, got {lr!r}.")
+    if config.train.lr is not None:
+        finite_number("train.lr", config.train.lr)
     for name in NON_NEGATIVE_TRAIN:  # None: the experiment's or the unit's default
-        v = config.train.get(name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
-                              or not math.isfinite(v) or v < 0):  # fmt: skip
-            raise ConfigError(f"train.{name} must be a finite number >= 0, got {v!r}.")
+        if config.train.get(name) is not None:
+            finite_number(f"train.{name}", config.train[name], zero=True)
 
 
 #: ``config.train`` fields (all sweepable) whose value is a number >= 0 wherever it is set

@@ -28,7 +28,14 @@ from flax import struct
 from nalu_jax import rng as rng_lib
 from nalu_jax import tasks as task_lib
 from nalu_jax.config import SWEEPABLE as ALL_SWEEPABLE
-from nalu_jax.config import ConfigError, as_tuples, positive_int, prefix, validate_common
+from nalu_jax.config import (
+    ConfigError,
+    as_tuples,
+    finite_number,
+    positive_int,
+    prefix,
+    validate_common,
+)
 from nalu_jax.engine import sweep, train
 from nalu_jax.engine.run import Outcome, Population, available_memory
 from nalu_jax.experiments import arithmetic_report as report
@@ -136,13 +143,9 @@ def validate_fields(config) -> None:
         )
     # the success threshold's simulation (tasks.thresholds): checked here, not when it runs
     positive_int("task.threshold_samples", config.task.threshold_samples)
-    eps = config.task.threshold_epsilon
-    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, int | float)
-                            or not math.isfinite(eps) or eps <= 0):  # fmt: skip
-        raise ConfigError(
-            "task.threshold_epsilon must be a finite positive number (None: the task's "
-            f"default), got {eps!r}."
-        )
+    if config.task.threshold_epsilon is not None:
+        finite_number("task.threshold_epsilon", config.task.threshold_epsilon,
+                      note=" (None: the task's default)")  # fmt: skip
 
 
 def build_task(config, target: task_lib.Target | None = None) -> task_lib.ArithmeticTask:
