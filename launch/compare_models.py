@@ -76,9 +76,10 @@ def main(argv) -> None:
 
     rows = []
     configs = cli.model_configs(base, _MODELS.value)  # every name checked before any training
-    with cli.reported_errors():  # and where the runs and their cells go
-        refuse_unwritable("--workdir", _WORKDIR.value)
-        if _RESULTS.value:
+    # --results is first written after a model has trained, so it is checked here; each
+    # model's workdir is refused before that model trains (runtime.workdir.prepare_workdir)
+    if _RESULTS.value:
+        with cli.reported_errors():
             refuse_unwritable("--results", _RESULTS.value)
     for model, config in zip(_MODELS.value, configs, strict=True):
         # λ̂, lr and other per-model defaults resolve from the name
