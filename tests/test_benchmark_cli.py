@@ -109,6 +109,19 @@ def test_profile_step_non_positive_seeds():
     _refuses("benchmarks.profile_step", [(("--seeds", "0"), "--seeds must be a positive integer.")])
 
 
+def _refused_in_process(module, args, monkeypatch, capsys):
+    """``module``'s ``main()`` run in this process on ``args``: it exits with status 2; its
+    captured output."""
+    import importlib
+
+    main = importlib.import_module(module).main
+    monkeypatch.setattr(sys, "argv", [module, *args])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 2
+    return capsys.readouterr()
+
+
 @pytest.mark.parametrize(
     ("module", "args", "flag"),
     [("benchmarks.throughput", ["--seeds", "0"], "seeds"),
@@ -123,14 +136,7 @@ def test_profile_step_non_positive_seeds():
 )  # fmt: skip
 def test_a_count_below_one_is_one_sentence_before_anything_runs(module, args, flag, monkeypatch,
                                                                 capsys):  # fmt: skip
-    import importlib
-
-    main = importlib.import_module(module).main
-    monkeypatch.setattr(sys, "argv", [module, *args])
-    with pytest.raises(SystemExit) as e:
-        main()
-    assert e.value.code == 2
-    out = capsys.readouterr()
+    out = _refused_in_process(module, args, monkeypatch, capsys)
     assert out.err.splitlines() == [f"--{flag} must be a positive integer."] and out.out == ""
 
 
@@ -164,17 +170,11 @@ def test_a_count_below_one_is_one_sentence_before_anything_runs(module, args, fl
 def test_a_bad_list_path_or_name_is_argparses_error_before_anything_runs(
     module, args, error, monkeypatch, capsys
 ):
-    import importlib
-
     from nalu_jax.units import UNITS
 
-    main = importlib.import_module(module).main
-    monkeypatch.setattr(sys, "argv", [module, *args])
     units = set(UNITS)
-    with pytest.raises(SystemExit) as e:  # was a traceback (status 1), or status 1
-        main()
-    assert e.value.code == 2
-    *usage, last = capsys.readouterr().err.strip().splitlines()
+    out = _refused_in_process(module, args, monkeypatch, capsys)  # was a traceback, or status 1
+    *usage, last = out.err.strip().splitlines()
     assert usage[0].startswith("usage: ") and error in last and ": error: " in last
     # in this process: a refusal registers no unit (floor's probes would, and other tests
     # of this worker read the registry)
@@ -194,17 +194,12 @@ def test_repro_init_hang_takes_no_flags(capsys):
 def test_against_that_names_no_commit_is_refused_before_anything_is_created(
     module, tmp_path, monkeypatch, capsys
 ):
-    import importlib
     import tempfile
 
-    main = importlib.import_module(module).main
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where its worktree would go
     for rev in ("deadbeef", "no-such-branch", "HEAD:README.md"):  # the last is a file, not a commit
-        monkeypatch.setattr(sys, "argv", [module, f"--against={rev}"])
-        with pytest.raises(SystemExit) as e:
-            main()
-        assert e.value.code == 2
-        *usage, error = capsys.readouterr().err.strip().splitlines()
+        out = _refused_in_process(module, [f"--against={rev}"], monkeypatch, capsys)
+        *usage, error = out.err.strip().splitlines()
         assert usage[0].startswith("usage: ")
         assert error.endswith(
             f"error: --against {rev!r} names no commit of the checkout at {ROOT}."
