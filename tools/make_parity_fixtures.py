@@ -602,7 +602,9 @@ def checkout(refs: str, repo: str) -> str | None:
 
 def write_fixture(path: str, flat: np.ndarray, meta: dict) -> None:
     """One fixture file, written whole or not at all: into a temporary file beside ``path``,
-    then renamed over it (an interrupted run leaves the previous fixture, not half a file)."""
+    then renamed over it (an interrupted run leaves the previous fixture, not half a file).
+    Not ``nalu_jax.reporting.report.atomic_write``: this tool runs in a PyTorch environment
+    without jax, and importing ``nalu_jax`` imports jax."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, "wb") as f:
