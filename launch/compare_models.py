@@ -46,7 +46,8 @@ _RESULTS = flags.DEFINE_string(
     "results",
     None,
     "Commit each finished model's per-seed files to RESULTS/MODEL (results/README.md); a "
-    "model already committed there with the same config is not run again.",
+    "model already committed there with the same config is not run again, and one committed "
+    "with its first seeds runs only the rest, merged into the cell.",
 )
 
 
@@ -88,14 +89,25 @@ def main(argv) -> None:
         with cli.reported_errors():
             experiment = experiment_of(config)
             workdir = os.path.join(_WORKDIR.value, model)
-            if cell and results.status(cell, config)[0] == "done":
+            state, have = results.status(cell, config) if cell else ("missing", 0)
+            # the cell holds the first seeds of this config: run the rest, merged into it
+            extend = state == "extend" and experiment.merge_summary is not None
+            if extend:
+                first = int(config.first_seed)
+                config, workdir = results.missing_seeds(config, have), f"{workdir}-from{have}"
+                print(f"{cell} holds seeds {first}–{first + have - 1}; running the "
+                      f"{config.num_seeds} more in {workdir}")  # fmt: skip
+            if state == "done":
                 print(f"{cell} already holds this config's results; not run again.")
                 summary = results.read_json(os.path.join(cell, "summary.json"))
             else:
                 _share_reference(_WORKDIR.value, workdir, before=True)
                 summary = run(experiment, config, workdir, progress=_PROGRESS.value)
                 _share_reference(_WORKDIR.value, workdir, before=False)
-                if cell and summary is not None:
+                if cell and summary is not None and extend:
+                    results.merge(cell, workdir)
+                    summary = results.read_json(os.path.join(cell, "summary.json"))
+                elif cell and summary is not None:
                     results.commit(workdir, cell)
         rows.extend(summary["settings"] if "settings" in summary else [summary])
         for r in rows[-len(summary.get("settings", [summary])) :]:

@@ -1,6 +1,7 @@
 """launch/compare_models.py on the sequence experiments: one reference population shared by
 every model, the per-length comparison table and its figure."""
 
+import json
 import os
 import subprocess
 import sys
@@ -57,6 +58,32 @@ def test_sequential_mnist_comparison_shares_one_reference(tmp_path):
     assert "| length | threshold | nau: success [95% CI]" in table and "lstm: MSE (median)" in table
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:5]] == ["1", "3", "5"]
     assert (cmp / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_results_cell_with_the_first_seeds_runs_only_the_rest(tmp_path):
+    """``--results`` on a recurrent cell committed with 2 of 3 seeds: seed 2 alone trains (in
+    ``WORKDIR/MODEL-from2``) and is merged; the committed rows stay as they were."""
+    config = ["--config=configs/recurrent.py:op=add,smoke", "--models=nac_add",
+              f"--results={tmp_path / 'results'}"]  # fmt: skip
+    _run(["-m", "launch.compare_models"], *config, f"--workdir={tmp_path / 'two'}")
+    cell = tmp_path / "results" / "nac_add"
+    two = (cell / "seeds.csv").read_text().splitlines()
+    out = _run(["-m", "launch.compare_models"], *config, "--config.num_seeds=3",
+               f"--workdir={tmp_path / 'three'}")  # fmt: skip
+    assert f"{cell} holds seeds 0–1; running the 1 more" in out.stdout
+    assert not (tmp_path / "three" / "nac_add").exists()
+    ran = json.loads((tmp_path / "three" / "nac_add-from2" / "config.json").read_text())
+    assert (ran["first_seed"], ran["num_seeds"]) == (2, 1)
+    rows = (cell / "seeds.csv").read_text().splitlines()
+    assert rows[:3] == two and len(rows) == 4 and rows[3].split(",")[0] == "2"
+    assert json.loads((cell / "summary.json").read_text())["num_seeds"] == 3
+    assert json.loads((cell / "config.json").read_text())["num_seeds"] == 3
+    batches = json.loads((cell / "provenance.json").read_text())["batches"]
+    assert [(b["first_seed"], b["num_seeds"]) for b in batches] == [(0, 2), (2, 1)]
+    # the comparison counts the merged cell's three seeds
+    table = (tmp_path / "three" / "comparison.md").read_text().splitlines()
+    (row,) = [line for line in table if "| nac_add |" in line]
+    assert "/3 (" in row
 
 
 def _group(length, solved, n, lo, hi, mse):

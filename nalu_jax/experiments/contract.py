@@ -28,8 +28,9 @@ One more optional hook is not called by the run loop: ``merge_summary(summary, r
 summary``, the summary of a committed cell's seeds with a later batch's (``summary``: the first
 batch's; ``rows``: the union's ``seeds.csv`` rows in seed order), for an experiment whose
 summary is a function of its ``seeds.csv``. With it, ``nalu_jax.reproduce.results.merge`` adds
-a batch of new seeds to a committed cell (``launch/reproduce.py`` runs only the missing seeds);
-without it (None, the default), a cell with more seeds is run whole.
+a batch of new seeds to a committed cell (``launch/reproduce.py`` and
+``launch/compare_models.py --results`` run only the missing seeds); without it (None, the
+default), a cell with more seeds is run whole.
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
     holding the same config and seeds, results dir)`` (aliased, not run), ``("run", config,
     dir, results dir)`` or ``("extend", config of the missing seeds, dir)``; results cells that
     hold another config are left alone unless ``overwrite``."""
-    from nalu_jax.engine.blocks import fit_seed_block
     from nalu_jax.reproduce import results as results_lib
 
     plan = {}
@@ -66,10 +65,7 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
             log(f"{c.key}: {same} holds the same config with all {int(cfg.num_seeds)} seeds; "
                 f"{rdir} names it (same_as.json) instead of training them again")  # fmt: skip
         elif state == "extend" and not overwrite:
-            more = cfg.copy_and_resolve_references()
-            more.first_seed = int(cfg.first_seed) + have
-            more.num_seeds = int(cfg.num_seeds) - have
-            fit_seed_block(more)  # an accelerator's block for these seeds, not the cell's
+            more = results_lib.missing_seeds(cfg, have)
             plan[c.key] = ("extend", more, f"{cells_lib.cell_dir(workdir, c)}-from{have}")
             log(f"{c.key}: results hold seeds {int(cfg.first_seed)}–"
                 f"{int(cfg.first_seed) + have - 1}; running the {more.num_seeds} more")  # fmt: skip

@@ -350,6 +350,18 @@ def status(cell: str, config) -> tuple[str, int]:
     return "extend", n
 
 
+def missing_seeds(config, have: int):
+    """The config of the seeds that a cell holding the first ``have`` of ``config``'s seeds
+    lacks (``status`` "extend"): from seed ``first_seed + have`` on, with an accelerator's
+    block fitted to that many (``engine.blocks.fit_seed_block``). ``config`` is not changed."""
+    from nalu_jax.engine.blocks import fit_seed_block
+
+    more = config.copy_and_resolve_references()
+    more.first_seed = int(config.first_seed) + have
+    more.num_seeds = int(config.num_seeds) - have
+    return fit_seed_block(more)
+
+
 # ------------------------------------------------------------------------------- writing
 
 
