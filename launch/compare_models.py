@@ -90,6 +90,9 @@ def main(argv) -> None:
             experiment = experiment_of(config)
             workdir = os.path.join(_WORKDIR.value, model)
             state, have = results.status(cell, config) if cell else ("missing", 0)
+            if state == "other" and (why := results.kept(cell, config)):
+                print(why)
+                cell = None
             # the cell holds the first seeds of this config: run the rest, merged into it
             extend = state == "extend" and experiment.merge_summary is not None
             if extend:

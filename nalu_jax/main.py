@@ -65,17 +65,21 @@ def main(argv) -> None:
         # "auto" resolved once the processes are known: the config compared and recorded
         sweep.validate(experiment_of(config), config)  # and each setting of its sweep
         resolve_seed_block(config)
-    if _RESULTS.value and results.status(_RESULTS.value, config)[0] == "done":
-        print(f"{_RESULTS.value} already holds this config's results; nothing to run.")
+    cell = _RESULTS.value
+    if cell and results.status(cell, config)[0] == "done":
+        print(f"{cell} already holds this config's results; nothing to run.")
         return
+    if cell and (why := results.kept(cell, config)):
+        print(why)
+        cell = None
     # --overwrite starts clean: the command that goes on from the checkpoints is without it
     again = "run the same command without --overwrite" if _OVERWRITE.value else cli.AGAIN
     with cli.reported_errors(again):
         summary = train_and_evaluate(
             config, _WORKDIR.value, overwrite=_OVERWRITE.value, progress=_PROGRESS.value
         )
-        if summary is not None and _RESULTS.value:
-            results.commit(_WORKDIR.value, _RESULTS.value)
+        if summary is not None and cell:
+            results.commit(_WORKDIR.value, cell)
     if summary is None:  # a non-zero process of a multi-host run: process 0 reports
         return
     if "matmul_precision" in summary:  # below full precision (engine.run): say so first

@@ -62,7 +62,8 @@ def test_sequential_mnist_comparison_shares_one_reference(tmp_path):
 
 def test_results_cell_with_the_first_seeds_runs_only_the_rest(tmp_path):
     """``--results`` on a recurrent cell committed with 2 of 3 seeds: seed 2 alone trains (in
-    ``WORKDIR/MODEL-from2``) and is merged; the committed rows stay as they were."""
+    ``WORKDIR/MODEL-from2``) and is merged; the committed rows stay as they were. A run of
+    fewer seeds does not replace the cell."""
     config = ["--config=configs/recurrent.py:op=add,smoke", "--models=nac_add",
               f"--results={tmp_path / 'results'}"]  # fmt: skip
     _run(["-m", "launch.compare_models"], *config, f"--workdir={tmp_path / 'two'}")
@@ -84,6 +85,13 @@ def test_results_cell_with_the_first_seeds_runs_only_the_rest(tmp_path):
     table = (tmp_path / "three" / "comparison.md").read_text().splitlines()
     (row,) = [line for line in table if "| nac_add |" in line]
     assert "/3 (" in row
+    # two seeds again, through nalu_jax.main: the cell holding three is kept, not replaced
+    merged = {f: (cell / f).read_bytes() for f in ("seeds.csv", "summary.json", "provenance.json")}
+    out = _run(["-m", "nalu_jax.main"], "--config=configs/recurrent.py:op=add,smoke,model=nac_add",
+               f"--results={cell}", f"--workdir={tmp_path / 'again'}")  # fmt: skip
+    assert "(num_seeds differs): it is kept" in out.stdout
+    assert {f: (cell / f).read_bytes() for f in merged} == merged
+    assert (tmp_path / "again" / "seeds.csv").exists()
 
 
 def _group(length, solved, n, lo, hi, mse):

@@ -58,7 +58,8 @@ def test_seed_blocks(doc):
 
 REPLACED = ("A committed cell with another config is left alone by `launch/reproduce.py` unless "
             "`--overwrite`, and replaced by `launch/compare_models.py --results` and "
-            "`nalu_jax.main --results` when their run finishes.")  # fmt: skip
+            "`nalu_jax.main --results` when their run finishes, unless it holds the same "
+            "protocol with other seeds (kept: a run of fewer or other seeds would lose some).")  # fmt: skip
 
 
 @pytest.mark.parametrize("doc", DOCS)

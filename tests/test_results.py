@@ -90,6 +90,18 @@ def test_status_and_refusals(tmp_path):
     assert results_lib.status(str(cell), {**config, "num_seeds": 2, "seed_block": 1})[0] == "done"
     assert results_lib.protocol_difference(config, {**other, "seed_block": 3}) == "model.name"
     assert results_lib.protocol_difference(config, {**config, "num_seeds": 9}) is None
+    # the same protocol with other seeds: nalu_jax.main and compare_models keep the cell
+    assert results_lib.difference(str(cell), {**config, "num_seeds": 1}) == "num_seeds"
+    assert results_lib.difference(str(cell), {**config, "first_seed": 2}) == "first_seed"
+    assert results_lib.difference(str(cell), other) == "model.name"
+    assert results_lib.difference(str(cell), {**config, "num_seeds": 2}) is None
+    assert "(num_seeds differs): it is kept" in results_lib.kept(
+        str(cell), {**config, "num_seeds": 1}
+    )
+    assert "(first_seed differs)" in results_lib.kept(str(cell), {**config, "first_seed": 2})
+    for replaced in (other, config, {**config, "num_seeds": 2}):  # another protocol, extend, done
+        assert results_lib.kept(str(cell), replaced) is None
+    assert results_lib.kept(str(tmp_path / "none"), config) is None
     with pytest.raises(results_lib.ConfigError, match="no finished run"):
         results_lib.commit(str(tmp_path / "nothing"), str(tmp_path / "c2"))
 

@@ -71,11 +71,7 @@ def _plan(spec, runnable, cfgs, workdir, results, overwrite, log):
                 f"{int(cfg.first_seed) + have - 1}; running the {more.num_seeds} more")  # fmt: skip
         else:
             if state == "other" and not overwrite:
-                committed = results_lib.read_json(os.path.join(rdir, "config.json"))
-                field = results_lib.protocol_difference(committed, results_lib.config_dict(cfg))
-                if field is None:  # the same protocol with other seeds
-                    same_first = int(committed.get("first_seed", 0)) == int(cfg.first_seed)
-                    field = "num_seeds" if same_first else "first_seed"
+                field = results_lib.difference(rdir, cfg)
                 log(f"{c.key}: {rdir} holds another protocol ({field} differs); it is kept, this "
                     "run stays in the workdir (--overwrite replaces it)")  # fmt: skip
                 rdir = None

@@ -350,6 +350,33 @@ def status(cell: str, config) -> tuple[str, int]:
     return "extend", n
 
 
+def difference(cell: str, config) -> str | None:
+    """The dotted name of the first field where committed cell ``cell`` and ``config`` differ:
+    a protocol field (``protocol_difference``), else ``"first_seed"`` or ``"num_seeds"`` (the
+    same protocol with other seeds); None when they are the same."""
+    have, want = read_json(os.path.join(cell, "config.json")), config_dict(config)
+    field = protocol_difference(have, want)
+    if field is None:
+        for name in ("first_seed", "num_seeds"):
+            if int(have.get(name, 0)) != int(want.get(name, 0)):
+                return name
+    return field
+
+
+def kept(cell: str, config) -> str | None:
+    """``nalu_jax.main --results`` and ``launch.compare_models --results`` replace a committed
+    cell of another protocol when their run finishes; a cell holding this protocol with other
+    seeds (more of them, or others) would lose seeds, so it is kept: the sentence saying so,
+    or None when ``cell`` may be written (missing, the same config, or another protocol)."""
+    if status(cell, config)[0] != "other":
+        return None
+    field = difference(cell, config)
+    if field not in SEED_FIELDS:
+        return None
+    return (f"{cell} holds this config with other seeds ({field} differs): it is kept, and "
+            "this run's results stay in its workdir.")  # fmt: skip
+
+
 def missing_seeds(config, have: int):
     """The config of the seeds that a cell holding the first ``have`` of ``config``'s seeds
     lacks (``status`` "extend"): from seed ``first_seed + have`` on, with an accelerator's
