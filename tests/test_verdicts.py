@@ -69,9 +69,21 @@ def test_scaled_error_is_each_seed_against_its_random_network(tmp_path):
     base = "seed,valid_mse,test_mse\n0,1.0,100.0\n1,1.0,10.0\n2,1.0,50.0\n"
     _cell(tmp_path, "rec/nau", {}, {"seeds.csv": seeds, "random_baseline.csv": base})
     r = render.Renderer(str(tmp_path))
-    # 100·1/100 = 1, 100·4/10 = 40; seed 2 diverged (no MSE): median 20.5 of the two
-    assert r.scaled_error("rec/nau") == "20 [1, 40]"
+    # 100·1/100 = 1, 100·4/10 = 40; seed 2 diverged (no MSE): worse than any, counted as ∞
+    assert (
+        r.scaled_error("rec/nau") == "40 [1, ∞] (1 of 3 seeds with no finite error, counted as ∞)"
+    )
     assert r.scaled_error("rec/nau", "interpolation") == "50 [50, 50]"
+    # seed 1's untrained network overflows (no finite error): its scaled error is undefined
+    base = "seed,valid_mse,test_mse\n0,1.0,100.0\n1,1.0,inf\n2,1.0,nan\n"
+    _cell(tmp_path, "rec/nmu", {}, {"seeds.csv": seeds, "random_baseline.csv": base})
+    assert (
+        r.scaled_error("rec/nmu")
+        == "1 [1, 1] (2 seeds left out: no finite error of the untrained network)"
+    )
+    base = "seed,valid_mse,test_mse\n0,1.0,nan\n1,1.0,nan\n2,1.0,nan\n"
+    _cell(tmp_path, "rec/nac", {}, {"seeds.csv": seeds, "random_baseline.csv": base})
+    assert r.scaled_error("rec/nac") == "—"
 
 
 def test_scaled_error_refuses_a_baseline_of_fewer_seeds_than_the_cell(tmp_path):

@@ -309,7 +309,9 @@ class ScaledErrorFunctions:
 
     def scaled_error(self, cell, which="extrapolation") -> str:
         """Median [min, max] over seeds of ``100 · MSE / MSE of the seed's untrained network``
-        (``CELL/random_baseline.csv``, ``launch/random_baseline.py``): 0 exact, 100 random."""
+        (``CELL/random_baseline.csv``, ``launch/random_baseline.py``): 0 exact, 100 random. A
+        seed without a finite error counts as ∞; one whose untrained network has none is left
+        out; a note after the interval says how many of each."""
         import numpy as np
 
         from nalu_jax.experiments.random_baseline import scaled_errors
@@ -329,16 +331,27 @@ class ScaledErrorFunctions:
             )
         key, col = (("extrapolation_mse", "test_mse") if which == "extrapolation"
                     else ("interpolation_mse", "valid_mse"))  # fmt: skip
-        trained = [float(seeds[int(b["seed"])][key] or "nan") for b in base]  # "": diverged
-        s = scaled_errors(trained, [float(b[col]) for b in base])
-        s = s[np.isfinite(s)]
+        trained = np.array([float(seeds[int(b["seed"])][key] or "nan") for b in base])  # "": none
+        random = np.array([float(b[col]) for b in base])
+        # a seed whose untrained network has no finite error has no scaled error: left out, and
+        # said; a trained seed with no finite error (diverged, or overflowing on the longer
+        # sequences) is worse than any finite error: counted, as ∞
+        judged = np.isfinite(random) & (random > 0)
+        s = np.where(np.isfinite(trained), scaled_errors(trained, random), np.inf)[judged]
         if not len(s):
             return "—"
 
         def f(v):
-            return f"{v:.2g}" if v < 1e4 else f"{v:.1e}"
+            return "∞" if np.isinf(v) else (f"{v:.2g}" if v < 1e4 else f"{v:.1e}")
 
-        return f"{f(float(np.median(s)))} [{f(float(s.min()))}, {f(float(s.max()))}]"
+        text = f"{f(float(np.median(s)))} [{f(float(s.min()))}, {f(float(s.max()))}]"
+        notes = []
+        if n := int(np.isinf(s).sum()):
+            notes.append(f"{n} of {len(s)} seeds with no finite error, counted as ∞")
+        if n := int((~judged).sum()):
+            notes.append(f"{n} seed{'s' if n > 1 else ''} left out: no finite error of the "
+                         "untrained network")  # fmt: skip
+        return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 #: the identity task's networks that are not MLPs with a non-linear activation
