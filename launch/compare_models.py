@@ -47,7 +47,8 @@ _RESULTS = flags.DEFINE_string(
     None,
     "Commit each finished model's per-seed files to RESULTS/MODEL (results/README.md); a "
     "model already committed there with the same config is not run again, and one committed "
-    "with its first seeds runs only the rest, merged into the cell.",
+    "with its first seeds runs only the rest, merged into the cell; one holding this config "
+    "with other seeds is kept (the run stays in --workdir).",
 )
 
 

@@ -29,7 +29,8 @@ _RESULTS = flags.DEFINE_string(
     "results",
     None,
     "Commit the finished run's per-seed files to this results cell (e.g. results/identity/"
-    "default, see results/README.md); skipped when the cell already holds this config.",
+    "default, see results/README.md); skipped when the cell already holds this config, and "
+    "kept (the run stays in --workdir) when it holds this config with other seeds.",
 )
 _COORDINATOR = flags.DEFINE_string(
     "coordinator_address", None, "Multi-host: host:port of process 0 (or NALU_JAX_COORDINATOR)."
