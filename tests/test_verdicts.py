@@ -99,11 +99,15 @@ def test_scaled_error_refuses_a_baseline_of_fewer_seeds_than_the_cell(tmp_path):
 def test_cross_commit_check_is_rendered_from_the_cell(tmp_path):
     check = {"checks": [{"commits": ["3693ec5aaa", "5b96e1dbbb"], "seeds": 4,
                          "steps": 1_010_000, "compared": ["seeds.csv", "metrics.jsonl"],
-                         "identical": True, "date": "2026-11-25T15:00:00Z"}]}  # fmt: skip
+                         "identical": True, "date": "2026-11-25T15:00:00Z"},
+                        {"commits": ["6a4f142ccc", "a0dec3dddd"], "seeds": 2, "first_seed": 12,
+                         "steps": 30_000, "compared": ["seeds.csv"], "identical": False,
+                         "date": "2026-12-05T18:00:00Z"}]}  # fmt: skip
     _cell(tmp_path, "t/mul-nmu", {}, {"cross_commit.json": json.dumps(check)})
     assert render.Renderer(str(tmp_path)).cross_commit("t/mul-nmu") == (
         "3693ec5 and 5b96e1d: identical (seeds 0–3 × 1,010,000 steps; seeds.csv, "
-        "metrics.jsonl; 2026-11-25)"
+        "metrics.jsonl; 2026-11-25); 6a4f142 and a0dec3d: DIFFERENT (seeds 12–13 × 30,000 "
+        "steps; seeds.csv; 2026-12-05)"
     )
 
 

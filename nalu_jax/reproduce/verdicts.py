@@ -418,7 +418,8 @@ def _f3(v) -> str:
 class CrossCommitFunctions:
     """A merged cell's cross-commit check, recorded beside its batches (mixed into the
     renderer): ``CELL/cross_commit.json`` = ``{"checks": [{"commits", "seeds", "steps",
-    "compared", "identical", "date", "command"}]}``."""
+    "compared", "identical", "date", "command"}]}``, with ``first_seed`` where the seeds
+    compared are not the first (0 by default)."""
 
     def cross_commit(self, cell) -> str:
         """ "3693ec5 and 5b96e1d: identical (seeds 0–3 × 1,010,000 steps; seeds.csv, …)"."""
@@ -428,8 +429,10 @@ class CrossCommitFunctions:
         parts = []
         for c in results_lib.read_json(path)["checks"]:
             word = "identical" if c["identical"] else "DIFFERENT"
+            first = c.get("first_seed", 0)
             parts.append(
-                f"{' and '.join(k[:7] for k in c['commits'])}: {word} (seeds 0–{c['seeds'] - 1}"
+                f"{' and '.join(k[:7] for k in c['commits'])}: {word} (seeds "
+                f"{first}–{first + c['seeds'] - 1}"
                 f" × {c['steps']:,} steps; {', '.join(c['compared'])}; {c['date'][:10]})"
             )
         return "; ".join(parts)
