@@ -111,6 +111,22 @@ def test_cross_commit_check_is_rendered_from_the_cell(tmp_path):
     )
 
 
+def test_a_tables_cross_commit_checks_are_listed_by_cell(tmp_path):
+    check = {"checks": [{"commits": ["c92ad41aaa", "a0dec3dbbb"], "seeds": 4, "steps": 30_000,
+                         "compared": ["seeds.csv"], "identical": True,
+                         "date": "2026-12-05T18:00:00Z"}]}  # fmt: skip
+    r = render.Renderer(str(tmp_path))
+    _cell(tmp_path, "iclr2020-arithmetic/div-relu6", {})
+    with pytest.raises(render.Missing, match="no cross_commit.json"):
+        r.cross_commits("iclr2020-arithmetic")
+    for key in ("root-relu", "div-relu"):
+        _cell(tmp_path, f"iclr2020-arithmetic/{key}", {}, {"cross_commit.json": json.dumps(check)})
+    one = "c92ad41 and a0dec3d: identical (seeds 0–3 × 30,000 steps; seeds.csv; 2026-12-05)"
+    # in the table's order (÷ before √z), cells without a check left out
+    assert r.cross_commits("iclr2020-arithmetic") == f"÷ ReLU: {one}; √z ReLU: {one}"
+    assert r.cross_commits("iclr2020-arithmetic", ops=["root"]) == f"√z ReLU: {one}"
+
+
 def test_experiments_not_covered_are_listed_with_what_is_missing(tmp_path):
     r = render.Renderer(str(tmp_path))
     rows = r.not_covered_rows().splitlines()

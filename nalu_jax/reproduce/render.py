@@ -46,6 +46,7 @@ Functions (all read ``results/``):
   ``identity_verdict(cell)`` / ``identity_models`` the identity rule (10× the linear network)
   ``scaled_error(cell, which)``                    the NALU paper's scaled error of a cell
   ``cross_commit(cell)``                           a merged cell's recorded cross-commit check
+  ``cross_commits(table, ...)``                    every such check of a table's cells
   ``not_covered_rows()``                           glance rows of experiments not implemented
   and ``render_nalu.functions``: ``sm_table``, ``budget_line``, ``length_claims``,
   ``scaled_table``, ``reference_misread`` (the NALU paper's experiments and the single-module

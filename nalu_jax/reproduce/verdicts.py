@@ -437,6 +437,22 @@ class CrossCommitFunctions:
             )
         return "; ".join(parts)
 
+    def cross_commits(self, table, ops=None, models=None, only=None) -> str:
+        """Every recorded cross-commit check of the table's cells (``_cells``' restriction),
+        "÷ ReLU: c92ad41 and a0dec3d: identical (…); √z Gated NAU/NMU: …"."""
+        from nalu_jax.reproduce import specs
+        from nalu_jax.reproduce.specs import OP_LABELS
+
+        parts = []
+        for cell in self._cells(specs.table(table), ops, models, only):
+            path = f"{table}/{cell.key}"
+            if os.path.exists(os.path.join(self.root, path, "cross_commit.json")):
+                label = f"{OP_LABELS.get(cell.op, cell.op)} {cell.variant.label}"
+                parts.append(f"{label}: {self.cross_commit(path)}")
+        if not parts:
+            raise Missing(f"{table}: no cross_commit.json")
+        return "; ".join(parts)
+
 
 class BudgetFunctions:
     """The rubric's "not settled" for experiments judged in prose (mixed into the renderer):
