@@ -630,7 +630,7 @@ class Renderer(
                  "gridworld_table", "arith_tests", "repeated_looks", "published_solved_at_means",
                  "published_medians", "table_verdict", "not_covered_rows",
                  "scaled_error", "identity_models", "identity_verdict",
-                 "cross_commit", "settled", "study", "solved_steps", "batch_seeds",
+                 "cross_commit", "cross_commits", "settled", "study", "solved_steps", "batch_seeds",
                  "late_solvers", "live_seeds")  # fmt: skip
         from nalu_jax.reproduce import figures_render, render_nalu, specs
 
